@@ -1,0 +1,9 @@
+"""Placeholder until the edit compressor lands; the safe runner turns this into head/tail."""
+
+from __future__ import annotations
+
+from ..types import Compressed, CompressOptions
+
+
+def compress_edit(text: str, opts: CompressOptions) -> Compressed:
+    raise NotImplementedError("edit compressor")

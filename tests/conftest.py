@@ -1,0 +1,63 @@
+"""Test-wide setup: offline, a temp HOME, one torch thread, and the shared third-party data.
+
+The shared data lives beside the project (``../shared/data``) and is never copied into it; tests
+that need it skip cleanly when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("GARDENER_SHARED_DATA", ROOT.parent / "shared" / "data"))
+TOOL_OUTPUTS = SHARED / "tool_outputs"
+HISTORIES = SHARED / "aider_histories"
+MEMORY_BENCH = SHARED / "memory_bench"
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temp_home(tmp_path_factory):
+    """Aider and chromadb write under HOME; tests must never touch the real one."""
+    home = tmp_path_factory.mktemp("home")
+    old = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    yield home
+    if old is not None:
+        os.environ["HOME"] = old
+
+
+def _shared_dir(path: Path) -> Path:
+    if not path.is_dir():
+        pytest.skip(f"shared test data not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tool_outputs_dir() -> Path:
+    return _shared_dir(TOOL_OUTPUTS)
+
+
+@pytest.fixture(scope="session")
+def histories_dir() -> Path:
+    return _shared_dir(HISTORIES)
+
+
+@pytest.fixture(scope="session")
+def memory_bench_dir() -> Path:
+    return _shared_dir(MEMORY_BENCH)
+
+
+def tool_output_files() -> list[Path]:
+    """For parametrizing: every real tool output (empty when the data is absent)."""
+    if not TOOL_OUTPUTS.is_dir():
+        return []
+    return sorted(
+        p for p in TOOL_OUTPUTS.iterdir() if p.is_file() and p.suffix in (".log", ".txt", ".json")
+        and not p.name.startswith("LICENSE")
+    )
