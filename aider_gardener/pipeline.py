@@ -71,8 +71,6 @@ def compress(
 
     if cls is not None:
         segs = [Segment(cls, 0, len(text), text)]
-    elif source.role == "user" and not source.command:
-        segs = [Segment(ContentClass.PROMPT, 0, len(text), text)]
     else:
         segs = split_segments(text, source)
 

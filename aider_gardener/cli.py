@@ -1,0 +1,182 @@
+"""``python -m aider_gardener``: the content pipeline from the shell, for users and benchmarks.
+
+    compress PATH|- [--class CLASS] [--model MODEL] [--json]
+    demo            compress sample outputs and print before/after with token counts
+
+A directory given to ``compress`` prints one row per file and the totals by class.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .types import CompressionResult, ContentClass, Source
+
+SHARED_OUTPUTS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tool_outputs"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aider_gardener", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("compress", help="classify and compress a file, a directory or stdin (-)")
+    p.add_argument("path")
+    p.add_argument("--class", dest="cls", choices=[c.value for c in ContentClass])
+    p.add_argument("--model", default="gpt-4o", help="names the tokenizer (default gpt-4o)")
+    p.add_argument("--command", help="the shell command that produced the output, if known")
+    p.add_argument("--json", action="store_true", help="print one JSON object (a list for a dir)")
+    d = sub.add_parser("demo", help="compress sample outputs and print before/after")
+    d.add_argument("--model", default="gpt-4o")
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "demo":
+            return demo(args.model)
+        return compress_cmd(args)
+    except (OSError, ValueError) as err:
+        print(f"aider-gardener: {err}", file=sys.stderr)
+        return 1
+
+
+def compress_cmd(args) -> int:
+    path = Path(args.path)
+    cls = ContentClass(args.cls) if args.cls else None
+    if args.path != "-" and path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        results = [(f, _compress_file(f, cls, args.model, args.command)) for f in files]
+        if args.json:
+            print(json.dumps([_as_json(r, str(f)) for f, r in results], indent=1))
+        else:
+            print_table(results)
+        return 0
+    if args.path == "-":
+        data = sys.stdin.buffer.read()
+        result = _compress_bytes(data, None, cls, args.model, args.command)
+    else:
+        result = _compress_file(path, cls, args.model, args.command)
+    if args.json:
+        print(json.dumps(_as_json(result, args.path), indent=1))
+    else:
+        sys.stdout.write(result.summary if result.summary.endswith("\n") else result.summary + "\n")
+        print(
+            f"# {result.cls}: {result.tokens_original:,} -> {result.tokens_summary:,} tokens"
+            f" (ratio {result.ratio:.3f}), {len(result.segments)} segment(s)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _compress_file(path: Path, cls, model, command) -> CompressionResult:
+    return _compress_bytes(path.read_bytes(), str(path), cls, model, command)
+
+
+def _compress_bytes(data: bytes, path, cls, model, command) -> CompressionResult:
+    from .pipeline import compress
+    from .types import CompressOptions
+
+    source = Source(role="tool", command=command, path=_format_path(path))
+    return compress(data, source=source, opts=CompressOptions(model=model, source=source), cls=cls)
+
+
+def _format_path(path: str | None) -> str | None:
+    """A path tells the classifier the format only for source and data files; for ``.log``/``.txt``
+    outputs the content must decide."""
+    if path and Path(path).suffix.lower() not in (".log", ".txt", ".out", ""):
+        return path
+    return None
+
+
+def _as_json(r: CompressionResult, name: str) -> dict:
+    return {
+        "path": name,
+        "id": r.entry_id,
+        "class": r.cls.value,
+        "tokens_original": r.tokens_original,
+        "tokens_summary": r.tokens_summary,
+        "ratio": round(r.ratio, 4),
+        "summary": r.summary,
+        "notes": r.notes,
+        "segments": [
+            {
+                "class": s.segment.cls.value,
+                "start": s.segment.start,
+                "end": s.segment.end,
+                "tokens_original": s.tokens_original,
+                "tokens_summary": s.tokens_summary,
+                "fallback": s.compressed.fallback,
+                "counts": s.compressed.counts,
+            }
+            for s in r.segments
+        ],
+    }
+
+
+def print_table(results: list[tuple[Path, CompressionResult]]) -> None:
+    width = max([len(f.name) for f, _ in results] + [4])
+    print(f"{'file':<{width}}  {'class':<10} {'tokens in':>10} {'tokens out':>10} {'ratio':>6}")
+    by_class: dict[str, list[int]] = {}
+    for f, r in results:
+        print(
+            f"{f.name:<{width}}  {r.cls.value:<10} {r.tokens_original:>10,} {r.tokens_summary:>10,}"
+            f" {r.ratio:>6.3f}"
+        )
+        for s in r.segments:
+            tot = by_class.setdefault(s.segment.cls.value, [0, 0, 0])
+            tot[0] += 1
+            tot[1] += s.tokens_original
+            tot[2] += s.tokens_summary
+    print("\ntotals by segment class")
+    print(f"{'class':<10} {'segments':>8} {'tokens in':>10} {'tokens out':>10} {'ratio':>6}")
+    all_in = all_out = 0
+    for name, (n, t_in, t_out) in sorted(by_class.items()):
+        all_in += t_in
+        all_out += t_out
+        print(f"{name:<10} {n:>8} {t_in:>10,} {t_out:>10,} {t_out / max(t_in, 1):>6.3f}")
+    print(f"{'all':<10} {'':>8} {all_in:>10,} {all_out:>10,} {all_out / max(all_in, 1):>6.3f}")
+
+
+def demo(model: str) -> int:
+    """The main job until the replay benchmark lands: before/after on real (or generated) outputs."""
+    if SHARED_OUTPUTS.is_dir():
+        files = sorted(
+            p
+            for p in SHARED_OUTPUTS.iterdir()
+            if p.is_file() and p.suffix in (".log", ".txt", ".json")
+        )
+        samples = [(p.name, p.read_bytes(), None) for p in files]
+    else:
+        print(f"(shared data not found at {SHARED_OUTPUTS}; using a generated sample)")
+        samples = [("generated-pytest.log", _generated_log().encode(), "pytest")]
+    results = []
+    for name, data, command in samples:
+        t0 = time.perf_counter()
+        r = _compress_bytes(data, None, None, model, command)
+        results.append((Path(name), r, (time.perf_counter() - t0) * 1000))
+    name, r, _ = max(results, key=lambda x: x[1].tokens_original - x[1].tokens_summary)
+    bar = "=" * 100
+    print(f"{bar}\nBEFORE: {name} ({r.tokens_original:,} tokens), first 15 lines\n{bar}")
+    print("\n".join(r.original.splitlines()[:15]))
+    print(f"{bar}\nAFTER: {r.tokens_summary:,} tokens (ratio {r.ratio:.3f})\n{bar}")
+    print(r.summary)
+    print(bar)
+    print_table([(f, res) for f, res, _ in results])
+    print(f"\ncompress wall time per file (ms): " + ", ".join(f"{f.name.split('_')[0]}={ms:.0f}" for f, _, ms in results))
+    return 0
+
+
+def _generated_log() -> str:
+    lines = ["============================= test session starts =============================="]
+    lines += [f"tests/test_mod{i % 7}.py::test_case_{i} PASSED [{i % 100:3d}%]" for i in range(400)]
+    lines += [
+        "=================================== FAILURES ===================================",
+        "_________________________________ test_parse __________________________________",
+        "    def test_parse():",
+        ">       assert parse('x') == 1",
+        "E       AssertionError: assert 2 == 1",
+        "tests/test_parse.py:12: AssertionError",
+        "FAILED tests/test_parse.py::test_parse - AssertionError: assert 2 == 1",
+        "========================= 1 failed, 400 passed in 3.21s =========================",
+    ]
+    return "\n".join(lines) + "\n"
