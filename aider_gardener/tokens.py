@@ -21,6 +21,12 @@ _CACHE_SIZE = 65536
 # multi-megabyte output that error is far below a thousandth.
 _CHUNK_CHARS = 1 << 18
 
+_LONG_WORD = 1024
+_SLICE = 64
+# Beyond this, counts are estimated from samples (see _estimate).
+_SAMPLE_ABOVE = 16_000_000
+_SAMPLE_CHARS = 65536
+
 _cache: OrderedDict[tuple[str, bytes], int] = OrderedDict()
 _lock = threading.Lock()
 
@@ -65,8 +71,16 @@ def count_tokens(text: str, model: str | None = "gpt-4o") -> int:
 
 
 def _count(text: str, enc) -> int:
-    if len(text) <= _CHUNK_CHARS:
-        return len(enc.encode_ordinary(text))
+    if len(text) > _SAMPLE_ABOVE:
+        return _estimate(text, enc)
+    chunks = _line_chunks(text) if len(text) > _CHUNK_CHARS else [text]
+    pieces = [p for chunk in chunks for p in _split_long_words(chunk)]
+    if len(pieces) == 1:
+        return len(enc.encode_ordinary(pieces[0]))
+    return sum(len(ids) for ids in enc.encode_ordinary_batch(pieces, num_threads=2))
+
+
+def _line_chunks(text: str) -> list[str]:
     chunks = []
     start = 0
     while start < len(text):
@@ -77,4 +91,39 @@ def _count(text: str, enc) -> int:
                 end = nl + 1
         chunks.append(text[start:end])
         start = end
-    return sum(len(ids) for ids in enc.encode_ordinary_batch(chunks, num_threads=2))
+    return chunks
+
+
+def _split_long_words(chunk: str) -> list[str]:
+    """BPE is quadratic in the length of one pre-tokenised word: 50,000 repeated characters take
+    seconds, a run of U+FFFD from decoded binary tens of seconds. Cutting whitespace-free runs
+    longer than ``_LONG_WORD`` into short slices keeps counting linear; such runs tokenise to about
+    one token per few characters either way, so the count moves by well under 1%."""
+    if len(chunk) < _LONG_WORD:
+        return [chunk]
+    words = chunk.split()
+    if not words or max(map(len, words)) < _LONG_WORD:
+        return [chunk]
+    out = []
+    pos = 0
+    for word in words:
+        if len(word) < _LONG_WORD:
+            continue
+        at = chunk.find(word, pos)
+        out.append(chunk[pos:at])
+        out.extend(word[i : i + _SLICE] for i in range(0, len(word), _SLICE))
+        pos = at + len(word)
+    out.append(chunk[pos:])
+    return [p for p in out if p]
+
+
+def _estimate(text: str, enc) -> int:
+    """Above ``_SAMPLE_ABOVE`` characters (a runaway 100 MB output) exact counting would stall the
+    turn for tens of seconds; count evenly spaced samples and scale. Only the size of such an
+    output is estimated; nothing that small is ever estimated."""
+    n = 64
+    step = len(text) // n
+    sample = [text[i * step : i * step + _SAMPLE_CHARS] for i in range(n)]
+    pieces = [p for chunk in sample for p in _split_long_words(chunk)]
+    counted = sum(len(ids) for ids in enc.encode_ordinary_batch(pieces, num_threads=2))
+    return round(counted * len(text) / sum(map(len, sample)))
