@@ -1,0 +1,1 @@
+"""Evaluation scripts run against the shared third-party data (never shipped in the wheel)."""
