@@ -53,21 +53,25 @@ def compress(
     opts = opts or CompressOptions(source=source or Source())
     source = source or opts.source
     decoded = decode(data)
-    original = data if isinstance(data, str) else decoded.text
+    raw = data if isinstance(data, bytes) and (decoded.binary or decoded.notes) else None
+    if decoded.binary:
+        original = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    else:
+        original = data if isinstance(data, str) else decoded.text
     opts = replace(opts, source=source, entry_id=entry_id(original))
     text = strip_ansi(decoded.text)
     notes = list(decoded.notes)
 
     if decoded.binary:
         segs = [Segment(ContentClass.LOG, 0, len(original), original)]
-        return _result(original, decoded.text, segs, [decoded.text], notes, opts, force=True)
+        return _result(original, decoded.text, segs, [decoded.text], notes, opts, raw)
     if HANDLE_PREFIX in text:  # already a summary: compressing it again must change nothing
         seg = Segment(cls or ContentClass.LOG, 0, len(original), original)
-        return _result(original, original, [seg], [original], notes, opts)
+        return _result(original, original, [seg], [original], notes, opts, raw)
     if len(text) > LARGE_CHARS:
         seg = Segment(cls or ContentClass.LOG, 0, len(text), text, {"large": "1"})
         done = run_compressor("large", compress_large, text, opts)
-        return _result(original, done.text, [seg], [done], notes, opts)
+        return _result(original, done.text, [seg], [done], notes, opts, raw)
 
     if cls is not None:
         segs = [Segment(cls, 0, len(text), text)]
@@ -83,7 +87,7 @@ def compress(
         seg_opts = opts if not seg.meta.get("path") else _with_path(opts, seg.meta["path"])
         outs.append(run_compressor(seg.cls.value, fn, seg.text, seg_opts))
     summary = _join(segs, outs)
-    return _result(original, summary, segs, outs, notes, opts)
+    return _result(original, summary, segs, outs, notes, opts, raw)
 
 
 def _with_path(opts: CompressOptions, path: str) -> CompressOptions:
@@ -100,7 +104,7 @@ def _join(segs: list[Segment], outs: list) -> str:
     return "".join(parts)
 
 
-def _result(original, summary, segs, outs, notes, opts, force=False) -> CompressionResult:
+def _result(original, summary, segs, outs, notes, opts, raw=None) -> CompressionResult:
     model = opts.model
     eid = entry_id(original)
     tokens_original = count_tokens(original, model)
@@ -115,7 +119,7 @@ def _result(original, summary, segs, outs, notes, opts, force=False) -> Compress
         summary = summary.rstrip("\n") + "\n" + "".join(f"[{n}]\n" for n in notes)
     full = summary if summary == original else summary.rstrip("\n") + "\n" + handle_line(eid)
     tokens_summary = count_tokens(full, model)
-    if not force and (tokens_summary >= tokens_original or len(full) >= len(original)):
+    if tokens_summary >= tokens_original or len(full) >= len(original):
         full, tokens_summary = original, tokens_original  # never longer than the input
     dominant = _dominant(seg_results)
     return CompressionResult(
@@ -127,6 +131,7 @@ def _result(original, summary, segs, outs, notes, opts, force=False) -> Compress
         tokens_summary=tokens_summary,
         segments=seg_results,
         notes=notes,
+        raw=raw,
     )
 
 

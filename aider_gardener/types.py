@@ -115,6 +115,9 @@ class CompressionResult:
     tokens_summary: int
     segments: list[SegmentResult]
     notes: list[str] = field(default_factory=list)
+    # The exact input bytes when ``original`` cannot reproduce them (binary output, invalid UTF-8):
+    # the store keeps these so nothing is lost.
+    raw: bytes | None = None
 
     @property
     def ratio(self) -> float:

@@ -62,6 +62,12 @@ def test_binary_output_gets_one_line_and_keeps_the_original():
     result = compress(data, source=Source(role="tool"))
     assert result.summary.startswith("[binary output: 102,400 bytes")
     assert len(result.summary.splitlines()) == 2  # the message and the recall handle
+    assert result.raw == data  # the store keeps the exact bytes
+
+
+def test_tiny_binary_is_left_alone_rather_than_grown():
+    result = compress("\x00", source=Source(role="user"))
+    assert result.summary == "\x00"
 
 
 def test_invalid_utf8_is_replaced_and_said():
@@ -109,7 +115,7 @@ def test_malformed_json_and_unparseable_code():
 @pytest.mark.skipif(os.environ.get("GARDENER_SKIP_HUGE") == "1", reason="GARDENER_SKIP_HUGE=1")
 def test_hundred_megabyte_output_is_compressed_not_crashed():
     block = "".join(f"2026-01-01 12:00:{i % 60:02d} INFO worker {i} processed item {i * 7}\n" for i in range(1000))
-    text = block * 1700 + "ERROR worker 3 crashed: out of memory\n" + block * 10
+    text = block * 1800 + "ERROR worker 3 crashed: out of memory\n" + block * 10
     assert len(text) > 100_000_000
     result = compress(text, source=Source(role="tool"))
     assert "out of memory" in result.summary
