@@ -1,0 +1,1379 @@
+"""The store: one SQLite file per project holding every original the gardener compressed.
+
+Layout and safety
+    ``<git root>/.aider.gardener/store.sqlite`` (Aider's ``.aider*`` gitignore entry covers it) or
+    wherever ``--gardener-store PATH`` points (a directory, or a ``*.sqlite``/``*.db`` file).
+    The folder is created 0700 and the file 0600: originals can hold secrets a command printed.
+    WAL journal, ``synchronous=NORMAL`` (a committed entry survives the process being killed; only
+    an OS crash can lose the last few), ``busy_timeout`` plus a retry loop around short
+    ``BEGIN IMMEDIATE`` transactions, so two Aider processes on one project both write without a
+    lock error. WAL checkpoints run in a background thread on their own connection, so their
+    copy-and-fsync stays out of ingest's latency. The schema is versioned with ``PRAGMA
+    user_version`` and migrated in order.
+
+Never crash the host
+    A file that is not a database or fails ``quick_check`` is moved aside to
+    ``store.sqlite.corrupt-<time>`` and a fresh store is started. A store another process keeps
+    locked, or one written by a newer gardener, degrades to a private in-memory store for this
+    session (without vectors: the vector folder belongs to whoever holds the store). Every
+    public method logs one clear line on an internal error and returns a neutral value
+    (``ingest`` then returns an ``Entry`` with ``stored=False``: its summary cites an id that
+    cannot be recalled, so the caller should keep the original in context).
+
+Identity and sessions
+    An entry's id is ``pipeline.entry_id(original)``: content addressed, so the handle printed in
+    a summary stays valid forever and the same output ingested twice is one entry. Re-ingesting
+    in the same session returns the existing entry (its access time refreshed, ``seen`` counted).
+    Across sessions the entry is shared, not copied: it keeps its first session as
+    ``session_id`` (provenance) and is linked to the new session in ``entry_sessions``, which is
+    what ``scope="session"`` filters on. Re-ingesting a forgotten or expired entry revives it: the
+    text is live in the conversation again, so its handle must resolve.
+
+Full-text search
+    FTS5 external-content table over original, summary, source path and ``terms`` (the words
+    inside camelCase identifiers), kept in sync by triggers. Tokenizer ``porter unicode61
+    remove_diacritics 2``: unicode61 splits snake_case, paths and ``pkg.mod`` on punctuation, and
+    a quoted query term becomes a phrase, so ``get_entries`` and ``db.py:12`` match exactly
+    those adjacent tokens while ``entries`` alone still finds ``get_entries``; porter makes
+    "painted" find "painting" in prose. Measured with this module's query builder, FTS5 alone:
+    LoCoMo questions (495 with evidence) recall@5 is 0.604 with porter, 0.572 with plain
+    unicode61 or ``tokenchars '_'``, 0.584 with trigram; 400 identifier/path/error-code queries
+    over 30-line windows of the real tool outputs put a window containing the query first 99.8%
+    of the time with porter or plain unicode61, 100% with trigram, 87.3% with ``tokenchars
+    '_'`` (a whole-token index cannot match the query's parts). Every query term is quoted, so
+    FTS5 syntax typed by a user is just text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import socket
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+from .. import offline  # noqa: F401  (before tiktoken/chromadb load)
+from ..types import CompressionResult, CompressOptions, ContentClass, Source
+from . import priority
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+STORE_DIRNAME = ".aider.gardener"
+STORE_FILENAME = "store.sqlite"
+SCHEMA_VERSION = 1
+# quick_check reads every page; above this size opening would stall Aider's start-up, so large
+# stores rely on SQLite reporting corruption when a damaged page is actually read.
+QUICK_CHECK_MAX_BYTES = 64 << 20
+DEFAULT_BUSY_TIMEOUT = 5.0
+# WAL checkpoints (copying the log back into the database, with an fsync) are what made ingest's
+# slowest 5% slow (p95 of the write 25-30 ms instead of 9-14 ms). They run in a background
+# thread on its own connection instead, which SQLite allows concurrently with writers; the
+# inline auto-checkpoint stays as a bound (40 MB) in case that thread falls behind.
+WAL_AUTOCHECKPOINT_PAGES = 10_000
+WAL_SIZE_LIMIT = 16 << 20  # truncate the -wal file back to this after a checkpoint
+CHECKPOINT_COALESCE = 0.25  # seconds: one checkpoint for a burst of ingests
+FTS_WEIGHTS = (1.0, 0.75, 2.0, 0.5)  # original, summary, path, terms
+MAX_QUERY_TERMS = 24
+_MISSING: Any = object()
+
+# --- Schema -----------------------------------------------------------------------------------
+
+_V1 = (
+    """CREATE TABLE sessions(
+        id TEXT PRIMARY KEY,
+        started REAL NOT NULL,
+        last_seen REAL NOT NULL,
+        pid INTEGER,
+        host TEXT,
+        cwd TEXT)""",
+    """CREATE TABLE session_state(
+        session_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value REAL NOT NULL DEFAULT 0,
+        updated REAL,
+        PRIMARY KEY(session_id, key)) WITHOUT ROWID""",
+    # seq is the FTS5 content rowid: an explicit column because VACUUM may renumber implicit
+    # rowids of a table without an INTEGER PRIMARY KEY, which would silently detach the index.
+    # Column order matters: SQLite reaches a column by walking the row's overflow-page chain,
+    # so the small columns every query filters on come first and the large texts last (with
+    # them first, checking ``active`` on a 600 kB log read all of it: 5 ms per 50-row lookup).
+    """CREATE TABLE entries(
+        id TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL UNIQUE,
+        session_id TEXT NOT NULL,
+        created REAL NOT NULL,
+        cls TEXT NOT NULL,
+        role TEXT,
+        command TEXT,
+        tool TEXT,
+        path TEXT,
+        tokens_original INTEGER NOT NULL,
+        tokens_summary INTEGER NOT NULL,
+        ratio REAL NOT NULL,
+        priority REAL NOT NULL,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        last_access REAL NOT NULL,
+        ttl REAL,
+        active INTEGER NOT NULL DEFAULT 1,
+        resolved INTEGER NOT NULL DEFAULT 0,
+        resolved_at REAL,
+        refs INTEGER NOT NULL DEFAULT 0,
+        last_ref REAL,
+        seen INTEGER NOT NULL DEFAULT 1,
+        deleted_at REAL,
+        deleted_reason TEXT,
+        summary TEXT NOT NULL,
+        terms TEXT NOT NULL DEFAULT '',
+        original TEXT NOT NULL,
+        raw BLOB)""",
+    "CREATE INDEX entries_active_priority ON entries(active, priority)",
+    "CREATE INDEX entries_cls ON entries(cls, active)",
+    """CREATE TABLE entry_sessions(
+        session_id TEXT NOT NULL,
+        entry_id TEXT NOT NULL,
+        first_seen REAL NOT NULL,
+        PRIMARY KEY(session_id, entry_id)) WITHOUT ROWID""",
+    "CREATE INDEX entry_sessions_entry ON entry_sessions(entry_id)",
+    """CREATE TABLE entry_keys(
+        key TEXT NOT NULL,
+        entry_id TEXT NOT NULL,
+        PRIMARY KEY(key, entry_id)) WITHOUT ROWID""",
+    "CREATE INDEX entry_keys_entry ON entry_keys(entry_id)",
+    """CREATE TABLE chunks(
+        chunk_id TEXT PRIMARY KEY,
+        entry_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        embedded INTEGER NOT NULL DEFAULT 0)""",
+    "CREATE INDEX chunks_entry ON chunks(entry_id)",
+    "CREATE INDEX chunks_pending ON chunks(embedded) WHERE embedded = 0",
+    """CREATE VIRTUAL TABLE entries_fts USING fts5(
+        original, summary, path, terms,
+        content='entries', content_rowid='seq',
+        tokenize='porter unicode61 remove_diacritics 2')""",
+    """CREATE TRIGGER entries_fts_insert AFTER INSERT ON entries BEGIN
+        INSERT INTO entries_fts(rowid, original, summary, path, terms)
+        VALUES (new.seq, new.original, new.summary, coalesce(new.path, ''), new.terms);
+    END""",
+    """CREATE TRIGGER entries_fts_delete AFTER DELETE ON entries BEGIN
+        INSERT INTO entries_fts(entries_fts, rowid, original, summary, path, terms)
+        VALUES ('delete', old.seq, old.original, old.summary, coalesce(old.path, ''), old.terms);
+    END""",
+    # Only the indexed columns re-index: touching last_access or priority must stay cheap.
+    """CREATE TRIGGER entries_fts_update AFTER UPDATE OF original, summary, path, terms
+        ON entries BEGIN
+        INSERT INTO entries_fts(entries_fts, rowid, original, summary, path, terms)
+        VALUES ('delete', old.seq, old.original, old.summary, coalesce(old.path, ''), old.terms);
+        INSERT INTO entries_fts(rowid, original, summary, path, terms)
+        VALUES (new.seq, new.original, new.summary, coalesce(new.path, ''), new.terms);
+    END""",
+)
+
+# Each migration takes the schema from version-1 to version; append, never edit a shipped one.
+MIGRATIONS: list[tuple[int, Sequence[str]]] = [(1, _V1)]
+
+
+class StoreError(Exception):
+    """An internal store problem the public methods turn into one log line."""
+
+
+class StoreBusy(StoreError):
+    """Another process kept the store locked for longer than ``busy_timeout``."""
+
+
+class StoreTooNew(StoreError):
+    """The file was written by a newer gardener whose schema this one does not know."""
+
+
+class StoreCorrupt(StoreError):
+    pass
+
+
+# --- Entry ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    """One stored original and what the gardener knows about it (one row of ``entries``)."""
+
+    id: str
+    session_id: str
+    created: float
+    cls: str
+    role: str | None
+    command: str | None
+    tool: str | None
+    path: str | None
+    original: str
+    raw: bytes | None
+    summary: str
+    tokens_original: int
+    tokens_summary: int
+    ratio: float
+    priority: float
+    pinned: bool
+    last_access: float
+    ttl: float | None
+    active: bool
+    resolved: bool
+    resolved_at: float | None = None
+    refs: int = 0
+    last_ref: float | None = None
+    seen: int = 1
+    deleted_at: float | None = None
+    deleted_reason: str | None = None
+    stored: bool = True  # not a column: False when the store could not keep this entry
+
+    @property
+    def source(self) -> Source:
+        return Source(role=self.role, command=self.command, path=self.path)
+
+    @property
+    def data(self) -> str | bytes:
+        """What was ingested: the original bytes for binary or undecodable input, else text."""
+        return self.raw if self.raw is not None else self.original
+
+
+ENTRY_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Entry) if f.name != "stored")
+_SELECT_ENTRY = "SELECT " + ", ".join(ENTRY_COLUMNS) + " FROM entries"
+_BOOL_COLUMNS = {"pinned", "active", "resolved"}
+
+
+def _entry(row: Sequence[Any]) -> Entry:
+    values = dict(zip(ENTRY_COLUMNS, row))
+    for name in _BOOL_COLUMNS:
+        values[name] = bool(values[name])
+    return Entry(**values)
+
+
+# --- FTS5 query building ----------------------------------------------------------------------
+
+# A compact English list: scikit-learn's would do, but importing it costs ~0.9 s.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each else ever few
+    for from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or other
+    our ours ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    s t d ll m re ve y also get got let lets may might must shall us one ones much many way
+    tell say said like know think really yes yeah oh ok okay""".split()
+)
+_QUERY_TOKEN = re.compile(r"[^\W_](?:[\w./:\\-]*[^\W_])?")
+_PART_SPLIT = re.compile(r"[/:\\]+")
+_WORD_SPLIT = re.compile(r"[_.\-]+")
+_CAMEL_QUERY = re.compile(r"[a-z0-9][A-Z]")
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def query_terms(query: str) -> list[str]:
+    """The terms an FTS5 query ORs together: every word of the query that is not a stopword,
+    compound tokens (paths, identifiers, ``file.py:12``) whole *and* by their parts (so a
+    relative path or half an identifier still matches), camelCase also as separate words."""
+    terms: dict[str, None] = {}
+
+    def add(term: str) -> None:
+        if len(terms) < MAX_QUERY_TERMS and term and term not in terms:
+            terms[term] = None
+
+    for m in _QUERY_TOKEN.finditer(query or ""):
+        token = m.group(0)
+        low = token.lower()
+        plain = token.isalnum()
+        if plain:
+            if low in STOPWORDS or (len(token) < 2 and not token.isdigit()):
+                continue
+            add(token)
+        else:
+            add(token)
+            for part in _PART_SPLIT.split(token):
+                if part and part != token and len(part) >= 2:
+                    add(part)
+                for word in _WORD_SPLIT.split(part):
+                    if len(word) >= 3 and word.lower() not in STOPWORDS and not word.isdigit():
+                        add(word)
+        if _CAMEL_QUERY.search(token):
+            words = priority.camel_terms(token)
+            if words:
+                add(words.split("\n")[0])
+    return list(terms)
+
+
+def build_match(query: str) -> str | None:
+    """An FTS5 MATCH expression that cannot raise: each term quoted (FTS5 operators, quotes,
+    ``*``, ``:``, ``-``, ``NEAR(`` become plain text), terms ORed so a natural-language question
+    matches entries sharing any of its content words, BM25 ranking those sharing most first.
+    None when the query has no searchable word."""
+    terms = query_terms(query)
+    return " OR ".join(_quote(t) for t in terms) if terms else None
+
+
+# --- Locations --------------------------------------------------------------------------------
+
+
+def find_git_root(start: Path | str | None = None) -> Path | None:
+    path = Path(start or Path.cwd()).resolve()
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def resolve_location(
+    location: str | Path | None = None, root: str | Path | None = None
+) -> tuple[Path, Path]:
+    """(folder, sqlite file) for ``--gardener-store PATH`` (a folder, or a file ending in
+    ``.sqlite``/``.db``) or, by default, ``.aider.gardener/`` under the git root of ``root``
+    (the current directory when not given; the directory itself outside a repository)."""
+    if location is not None:
+        p = Path(location).expanduser()
+        if p.suffix in (".sqlite", ".sqlite3", ".db") or p.is_file():
+            return p.parent.resolve(), p.resolve()
+        return p.resolve(), p.resolve() / STORE_FILENAME
+    base = Path(root).expanduser() if root is not None else None
+    top = find_git_root(base) or (base or Path.cwd()).resolve()
+    folder = top / STORE_DIRNAME
+    return folder, folder / STORE_FILENAME
+
+
+def new_session_id() -> str:
+    """Sortable by start time and printable: ``20250101-120000-a1b2``."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def _tool_name(command: str | None) -> str | None:
+    """``/run python -m pytest -x`` -> ``pytest``; ``npm test`` -> ``npm``."""
+    if not command:
+        return None
+    words = [w for w in command.strip().lstrip("/").split() if "=" not in w]
+    if words and words[0] in ("run", "test", "sudo", "env", "time", "exec"):
+        words = words[1:]
+    if len(words) >= 3 and words[1] == "-m" and Path(words[0]).name.startswith("python"):
+        return words[2]
+    return Path(words[0]).name if words else None
+
+
+def _is_busy(err: BaseException) -> bool:
+    msg = str(err).lower()
+    return "locked" in msg or "busy" in msg
+
+
+def _is_corrupt(err: BaseException) -> bool:
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return True
+    msg = str(err).lower()
+    return "not a database" in msg or "malformed" in msg or "corrupt" in msg
+
+
+def _storable(text: str) -> tuple[str, bytes | None]:
+    """SQLite text must be valid UTF-8; lone surrogates (from surrogateescape decoding) are kept
+    exactly in the returned bytes and replaced in the text."""
+    try:
+        text.encode("utf-8")
+        return text, None
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogatepass")
+        return text.encode("utf-8", "replace").decode("utf-8"), raw
+
+
+def _batched(items: Sequence[T], size: int = 500) -> Iterable[Sequence[T]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# --- The store --------------------------------------------------------------------------------
+
+
+class Store:
+    """One project's store, used by one Aider process (one session).
+
+    Thread safe: one connection guarded by a lock, shared by the caller, the maintenance thread
+    and the embedding worker; transactions are a few milliseconds, so serializing them costs less
+    than juggling per-thread connections. Process safe through SQLite's WAL locking.
+
+    ``location``: a folder or sqlite file (``--gardener-store``); default ``.aider.gardener``
+    under the git root of ``root``. ``":memory:"`` gives a private store (tests, degraded mode).
+    ``scope``: what recall and the pressure report see, this ``"session"`` or the whole
+    ``"project"`` (earlier sessions included). ``vectors``: open B's vector index and embedding
+    worker (False for the store core alone). ``maintenance_interval``: seconds between background
+    maintenance runs; None to run none (``maintenance.run_once`` can still be called).
+    """
+
+    def __init__(
+        self,
+        location: str | Path | None = None,
+        *,
+        root: str | Path | None = None,
+        session_id: str | None = None,
+        scope: str = "project",
+        vectors: bool = True,
+        chroma_url: str | None = None,
+        model: str = "gpt-4o",
+        project_root: str | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        maintenance_interval: float | None = None,
+    ) -> None:
+        if scope not in ("session", "project"):
+            raise ValueError(f"scope must be 'session' or 'project', not {scope!r}")
+        self.scope = scope
+        self.model = model
+        self.busy_timeout = float(busy_timeout)
+        self.session_id = session_id or new_session_id()
+        self.degraded: str | None = None
+        self.vectors: Any = None
+        self._worker: Any = None
+        self._maintenance: Any = None
+        self._checkpointer: _Checkpointer | None = None
+        self._warned: set[str] = set()
+        self._lock = threading.RLock()
+        self._closed = False
+        self._conn: sqlite3.Connection | None = None
+        if location is not None and str(location) == ":memory:":
+            self.dir = Path(project_root or Path.cwd()).resolve() / STORE_DIRNAME
+            self.path: Path | None = None
+        else:
+            self.dir, self.path = resolve_location(location, root)
+        self.project_root = project_root or str(self.dir.parent)
+        self._open()
+        self._register_session()
+        if vectors and self.path is not None and self.degraded is None:
+            self._open_vectors(chroma_url)
+        if self.path is not None and self.degraded is None:
+            self._checkpointer = _Checkpointer(self.path, self.busy_timeout)
+            self._checkpointer.start()
+            self._guard(
+                "open",
+                None,
+                lambda: self._read(
+                    lambda c: c.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
+                ),
+            )
+        if maintenance_interval:
+            self.start_maintenance(maintenance_interval)
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def _connect(self, target: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            target, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        priority.register(conn)
+        return conn
+
+    def _open(self) -> None:
+        """Open (creating or migrating) the file; on any failure degrade, never raise."""
+        if self.path is None:
+            self._open_memory(None)
+            return
+        locked = (
+            f"gardener: store {self.path} is locked by another process; using a temporary "
+            "in-memory store for this session (nothing will be kept)"
+        )
+        for attempt in range(2):
+            conn = None
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                _create_private(self.path)
+                conn = self._connect(str(self.path))
+                self._prepare(conn, check=True)
+                self._conn = conn
+                return
+            except Exception as err:  # noqa: BLE001 - sorted below; opening must not raise
+                if conn is not None:
+                    conn.close()
+                corrupt = isinstance(err, StoreCorrupt) or (
+                    isinstance(err, sqlite3.DatabaseError) and _is_corrupt(err)
+                )
+                if corrupt and attempt == 0:
+                    try:
+                        self._move_aside(err)
+                        continue
+                    except OSError as move_err:
+                        err = move_err
+                if isinstance(err, StoreBusy) or (
+                    isinstance(err, sqlite3.OperationalError) and _is_busy(err)
+                ):
+                    self._open_memory(locked)
+                elif isinstance(err, StoreTooNew):
+                    self._open_memory(f"gardener: {err}; using a temporary in-memory store")
+                else:
+                    self._open_memory(
+                        f"gardener: cannot open store {self.path} ({type(err).__name__}: {err});"
+                        " using a temporary in-memory store for this session"
+                    )
+                return
+
+    def _open_memory(self, reason: str | None) -> None:
+        if reason:
+            log.warning(reason)
+            self.degraded = reason
+        conn = self._connect(":memory:")
+        self._prepare(conn, check=False)
+        self._conn = conn
+
+    def _prepare(self, conn: sqlite3.Connection, check: bool) -> None:
+        fresh = conn.execute("PRAGMA page_count").fetchone()[0] == 0
+        if fresh:
+            # Must precede the first table; lets maintenance give freed pages back cheaply.
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        if check and not fresh and self.path is not None:
+            if self.path.stat().st_size <= QUICK_CHECK_MAX_BYTES:
+                rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+                if not rows or rows[0][0] != "ok":
+                    raise StoreCorrupt(f"quick_check: {rows[0][0] if rows else 'no answer'}")
+        self._migrate(conn)
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        if current > SCHEMA_VERSION:
+            raise StoreTooNew(
+                f"store {self.path} has schema version {current}, newer than this "
+                f"aider-gardener understands ({SCHEMA_VERSION})"
+            )
+        for version, statements in MIGRATIONS:
+            if version <= current:
+                continue
+
+            def step(c: sqlite3.Connection, version=version, statements=statements) -> None:
+                # Another process may have migrated while we waited for the write lock.
+                if c.execute("PRAGMA user_version").fetchone()[0] >= version:
+                    return
+                for sql in statements:
+                    c.execute(sql)
+                c.execute(f"PRAGMA user_version = {int(version)}")
+
+            self._write(step, conn=conn)
+            current = version
+
+    def _move_aside(self, err: BaseException) -> None:
+        assert self.path is not None
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        n = 1
+        while target.exists():
+            target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}")
+            n += 1
+        try:
+            os.replace(self.path, target)
+            for suffix in ("-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    if suffix == "-wal":
+                        os.replace(side, target.with_name(target.name + suffix))
+                    else:
+                        side.unlink()
+        except FileNotFoundError:
+            pass  # another process moved it first; it will have started the fresh one
+        log.warning(
+            "gardener: store %s was corrupt (%s); moved it to %s and started a fresh store",
+            self.path,
+            err,
+            target.name,
+        )
+
+    def _open_vectors(self, chroma_url: str | None) -> None:
+        """B's vector index and embedding worker. Any failure leaves FTS5-only recall."""
+        try:
+            from . import vectors as vectors_mod
+
+            index = vectors_mod.open_index(self.dir, chroma_url)
+        except Exception as err:  # noqa: BLE001 - a missing extra must not stop the store
+            self._warn_once("vectors", f"gardener: vector search unavailable ({err}); FTS5 only")
+            return
+        if index is None:
+            return
+        self.vectors = index
+        try:
+            from .worker import EmbeddingWorker
+
+            self._worker = EmbeddingWorker(self, index)
+            self._worker.start()
+        except Exception as err:  # noqa: BLE001
+            self._warn_once("worker", f"gardener: embedding worker failed to start ({err})")
+            self._worker = None
+
+    def _register_session(self) -> None:
+        now = time.time()
+
+        def step(c: sqlite3.Connection) -> None:
+            c.execute(
+                "INSERT INTO sessions(id, started, last_seen, pid, host, cwd) VALUES (?,?,?,?,?,?)"
+                " ON CONFLICT(id) DO UPDATE SET last_seen = excluded.last_seen,"
+                " pid = excluded.pid",
+                (self.session_id, now, now, os.getpid(), socket.gethostname(), os.getcwd()),
+            )
+
+        self._guard("session", None, lambda: self._write(step))
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message)
+
+    def _guard(self, what: str, default: T, fn: Callable[[], T]) -> T:
+        """Run a public operation; an internal failure becomes one log line and ``default``."""
+        if self._closed:
+            return default
+        try:
+            return fn()
+        except Exception as err:  # noqa: BLE001 - the gardener must never crash the host
+            self._warn_once(
+                what, f"gardener: store {what} failed ({type(err).__name__}: {err}); continuing"
+            )
+            return default
+
+    def _write(
+        self, fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection | None = None
+    ) -> T:
+        """Run ``fn`` in one short ``BEGIN IMMEDIATE`` transaction, retrying while another
+        process holds the write lock (SQLite's busy handler waits first; the loop also covers
+        the busy cases that bypass it) until ``busy_timeout`` has passed."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.005
+        with self._lock:
+            c = conn or self._conn
+            if c is None:
+                raise StoreError("store is closed")
+            while True:
+                try:
+                    c.execute("BEGIN IMMEDIATE")
+                    try:
+                        out = fn(c)
+                        c.execute("COMMIT")
+                        return out
+                    except BaseException:
+                        if c.in_transaction:
+                            c.execute("ROLLBACK")
+                        raise
+                except sqlite3.OperationalError as err:
+                    if not _is_busy(err):
+                        raise
+                    if time.monotonic() >= deadline:
+                        raise StoreBusy(
+                            f"store locked by another process for over {self.busy_timeout:g} s"
+                        ) from err
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.2)
+
+    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        deadline = time.monotonic() + self.busy_timeout
+        with self._lock:
+            if self._conn is None:
+                raise StoreError("store is closed")
+            while True:
+                try:
+                    return fn(self._conn)
+                except sqlite3.OperationalError as err:
+                    if not _is_busy(err) or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.02)
+
+    # For the store package's own modules (maintenance, pressure): guarded, retried access.
+    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._write(fn)
+
+    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._read(fn)
+
+    def _scope_sql(self, alias: str = "e") -> tuple[str, tuple]:
+        if self.scope == "session":
+            return (
+                f" AND {alias}.id IN (SELECT entry_id FROM entry_sessions WHERE session_id = ?)",
+                (self.session_id,),
+            )
+        return "", ()
+
+    # -- ingest --------------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        data: str | bytes,
+        source: Source | None = None,
+        *,
+        cls: ContentClass | str | None = None,
+        tool: str | None = None,
+        opts: CompressOptions | None = None,
+        pinned: bool = False,
+        ttl: float | None = _MISSING,
+    ) -> Entry:
+        """Compress ``data`` (classify + class compressor, ``pipeline.compress``) and store the
+        original, its summary and its embedding chunks in one transaction. Never raises.
+
+        ``ttl``: seconds after the last access before maintenance expires the entry; default per
+        class (``priority.DEFAULT_TTL``), None keeps it until forgotten."""
+        from ..pipeline import compress
+
+        source = source or (opts.source if opts is not None else Source())
+        if opts is None:
+            opts = CompressOptions(model=self.model, source=source, project_root=self.project_root)
+        forced = ContentClass(cls) if cls is not None else None
+        try:
+            result = compress(data, source, opts, forced)
+        except Exception as err:  # noqa: BLE001 - pipeline promises not to raise; belt and braces
+            self._warn_once("compress", f"gardener: compression failed ({err}); storing verbatim")
+            result = _verbatim(data, forced)
+        entry = self._new_entry(result, data, source, tool, pinned, ttl)
+        if self._closed:
+            entry.stored = False
+            return entry
+        chunks = self._chunk(entry.original, result.cls)
+        keys = priority.extract_keys(entry.summary)
+        if entry.path:
+            keys = priority.path_keys(entry.path) + keys
+        try:
+            stored = self._write(lambda c: self._insert(c, entry, chunks, keys))
+        except Exception as err:  # noqa: BLE001
+            self._warn_once(
+                "ingest",
+                f"gardener: could not store entry {entry.id} ({type(err).__name__}: {err}); "
+                "keep its original in context",
+            )
+            entry.stored = False
+            return entry
+        if self._checkpointer is not None:
+            self._checkpointer.poke()
+        if self._worker is not None and chunks:
+            self._worker.notify()  # embed now rather than at the worker's next poll
+        return stored
+
+    def _new_entry(self, result, data, source, tool, pinned, ttl) -> Entry:
+        now = time.time()
+        original, raw = _storable(result.original)
+        raw = getattr(result, "raw", None) or raw
+        if raw is None and isinstance(data, (bytes, bytearray, memoryview)):
+            data = bytes(data)
+            if original.encode("utf-8") != data:
+                raw = data  # binary, UTF-16 or invalid UTF-8: the text is not the whole story
+        summary, _ = _storable(result.summary)
+        cls = result.cls.value if isinstance(result.cls, ContentClass) else str(result.cls)
+        if ttl is _MISSING:
+            ttl = priority.DEFAULT_TTL.get(cls)
+        return Entry(
+            id=result.entry_id,
+            session_id=self.session_id,
+            created=now,
+            cls=cls,
+            role=source.role,
+            command=source.command,
+            tool=tool or _tool_name(source.command),
+            path=source.path,
+            original=original,
+            raw=raw,
+            summary=summary,
+            tokens_original=result.tokens_original,
+            tokens_summary=result.tokens_summary,
+            ratio=result.ratio,
+            priority=priority.score(cls, created=now, last_access=now, now=now, pinned=pinned),
+            pinned=bool(pinned),
+            last_access=now,
+            ttl=ttl,
+            active=True,
+            resolved=False,
+        )
+
+    def _chunk(self, text: str, cls: ContentClass) -> list[str]:
+        try:
+            from .chunking import chunk
+
+            return chunk(text, cls)
+        except Exception as err:  # noqa: BLE001 - B's chunker missing or failing: one chunk
+            self._warn_once("chunking", f"gardener: chunking failed ({err}); one chunk per entry")
+            return [text] if text.strip() else []
+
+    def _insert(self, c: sqlite3.Connection, e: Entry, chunks: list[str], keys: list[str]) -> Entry:
+        now = e.created
+        row = c.execute("SELECT raw FROM entries WHERE id = ?", (e.id,)).fetchone()
+        if row is not None:
+            if e.raw is not None and row[0] != e.raw:
+                # Undecodable bytes all become U+FFFD in the text the id is computed from, so
+                # two inputs differing only there share an id: the newest bytes win.
+                c.execute("UPDATE entries SET raw = ? WHERE id = ?", (e.raw, e.id))
+            c.execute(
+                "UPDATE entries SET seen = seen + 1, last_access = ?, active = 1,"
+                " deleted_at = NULL, deleted_reason = NULL, pinned = max(pinned, ?)"
+                " WHERE id = ?",
+                (now, int(e.pinned), e.id),
+            )
+            self._rescore(c, now, "id = ?", (e.id,))
+            self._bump(c, "duplicates", 1, now)
+        else:
+            c.execute(
+                "INSERT INTO entries(id, seq, session_id, created, cls, role, command, tool, path,"
+                " original, raw, summary, terms, tokens_original, tokens_summary, ratio,"
+                " priority, pinned, last_access, ttl, active, resolved)"
+                " VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM entries),"
+                " ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,1,0)",
+                (
+                    e.id,
+                    e.session_id,
+                    e.created,
+                    e.cls,
+                    e.role,
+                    e.command,
+                    e.tool,
+                    e.path,
+                    e.original,
+                    e.raw,
+                    e.summary,
+                    priority.camel_terms(e.original),
+                    e.tokens_original,
+                    e.tokens_summary,
+                    e.ratio,
+                    e.priority,
+                    int(e.pinned),
+                    e.last_access,
+                    e.ttl,
+                ),
+            )
+            c.executemany(
+                "INSERT OR IGNORE INTO chunks(chunk_id, entry_id, n, text, embedded)"
+                " VALUES (?,?,?,?,0)",
+                [(f"{e.id}:{n}", e.id, n, _storable(t)[0]) for n, t in enumerate(chunks)],
+            )
+            c.executemany(
+                "INSERT OR IGNORE INTO entry_keys(key, entry_id) VALUES (?, ?)",
+                [(k, e.id) for k in keys],
+            )
+            self._bump(c, "ingested", 1, now)
+            self._bump(c, "tokens_original", e.tokens_original, now)
+            self._bump(c, "tokens_summary", e.tokens_summary, now)
+        c.execute(
+            "INSERT OR IGNORE INTO entry_sessions(session_id, entry_id, first_seen) VALUES (?,?,?)",
+            (self.session_id, e.id, now),
+        )
+        if row is None:
+            return e  # exactly what was inserted; reading a large original back costs time
+        return _entry(c.execute(_SELECT_ENTRY + " WHERE id = ?", (e.id,)).fetchone())
+
+    def _rescore(self, c: sqlite3.Connection, now: float, where: str, args: tuple) -> int:
+        cur = c.execute(
+            f"UPDATE entries SET priority = {priority.SQL_FUNCTION}(cls, created, last_access, ?,"
+            f" pinned, refs, last_ref, resolved_at) WHERE {where}",
+            (now, *args),
+        )
+        return cur.rowcount
+
+    # -- lookups -------------------------------------------------------------------------------
+
+    def get(self, entry_id: str) -> Entry | None:
+        """Any entry by id, forgotten or from another session included (a handle the user
+        pastes must always resolve)."""
+
+        def q(c: sqlite3.Connection) -> Entry | None:
+            row = c.execute(_SELECT_ENTRY + " WHERE id = ?", (entry_id,)).fetchone()
+            return _entry(row) if row else None
+
+        return self._guard("lookup", None, lambda: self._read(q))
+
+    def get_entries(self, ids: Sequence[str]) -> dict[str, Entry]:
+        """Entries recall may show: active and within scope. Ids not returned were forgotten,
+        expired, or belong to another session under ``scope="session"``."""
+        ids = list(dict.fromkeys(ids))
+        scope_sql, scope_args = self._scope_sql("entries")
+
+        # "+active": without the unary plus SQLite may pick the (active, priority) index and
+        # scan every active row instead of looking up the ids (measured 38 ms vs 0.1 ms at 10k).
+
+        def q(c: sqlite3.Connection) -> dict[str, Entry]:
+            out: dict[str, Entry] = {}
+            for batch in _batched(ids):
+                marks = ",".join("?" * len(batch))
+                rows = c.execute(
+                    _SELECT_ENTRY + f" WHERE id IN ({marks}) AND +active = 1" + scope_sql,
+                    (*batch, *scope_args),
+                )
+                for row in rows:
+                    out[row[0]] = _entry(row)
+            return out
+
+        return self._guard("lookup", {}, lambda: self._read(q)) if ids else {}
+
+    def list_entries(
+        self,
+        limit: int = 50,
+        classes: Sequence[str] | None = None,
+        include_inactive: bool = False,
+        order: str = "created",
+    ) -> list[Entry]:
+        """Newest (``order="created"``) or lowest priority first (``order="priority"``)."""
+        where = ["1"] if include_inactive else ["active = 1"]
+        args: list[Any] = []
+        if classes:
+            where.append(f"cls IN ({','.join('?' * len(classes))})")
+            args.extend(str(c) for c in classes)
+        scope_sql, scope_args = self._scope_sql("entries")
+        order_sql = "priority ASC, created ASC" if order == "priority" else "created DESC, seq DESC"
+        sql = (
+            _SELECT_ENTRY
+            + " WHERE "
+            + " AND ".join(where)
+            + scope_sql
+            + f" ORDER BY {order_sql} LIMIT ?"
+        )
+        args = [*args, *scope_args, int(limit)]
+        return self._guard(
+            "lookup", [], lambda: [_entry(r) for r in self._read(lambda c: c.execute(sql, args))]
+        )
+
+    def fts_search(
+        self, query: str, limit: int, classes: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Entry ids best first with their BM25 score, negated so that larger is better.
+
+        Respects scope and ``active``; never raises on any query string (see ``build_match``).
+
+        Two steps: the best ``2 * limit + 10`` rows from the FTS5 index alone, then the filters
+        on just those; only when the filters drop too many (a class filter, session scope) is
+        the index joined to the entries in full. Joining every match first doubled the cost
+        (4.1 vs 1.9 ms median at 10,000 entries, where a typical query matches ~1,300)."""
+        match = build_match(query)
+        if match is None or limit <= 0:
+            return []
+        weights = ", ".join(str(w) for w in FTS_WEIGHTS)
+        filters = " AND +e.active = 1"
+        filter_args: list[Any] = []
+        if classes:
+            filters += f" AND +e.cls IN ({','.join('?' * len(classes))})"
+            filter_args.extend(str(c) for c in classes)
+        scope_sql, scope_args = self._scope_sql("e")
+        filters += scope_sql
+        filter_args.extend(scope_args)
+        over = 2 * int(limit) + 10
+        top_sql = (
+            f"SELECT rowid, bm25(entries_fts, {weights}) AS s FROM entries_fts"
+            " WHERE entries_fts MATCH ? ORDER BY s LIMIT ?"
+        )
+        full_sql = (
+            f"SELECT e.id, bm25(entries_fts, {weights}) AS s FROM entries_fts"
+            " JOIN entries e ON e.seq = entries_fts.rowid WHERE entries_fts MATCH ?"
+            + filters
+            + " ORDER BY s LIMIT ?"
+        )
+
+        def q(c: sqlite3.Connection) -> list[tuple[str, float]]:
+            top = c.execute(top_sql, (match, over)).fetchall()
+            if not top:
+                return []
+            score = dict(top)
+            marks = ",".join("?" * len(top))
+            kept = dict(
+                c.execute(
+                    f"SELECT e.seq, e.id FROM entries e WHERE e.seq IN ({marks})" + filters,
+                    (*score, *filter_args),
+                ).fetchall()
+            )
+            if len(kept) >= limit or len(top) < over:
+                ranked = [(kept[seq], -s) for seq, s in top if seq in kept]
+                return ranked[:limit]
+            return [(i, -s) for i, s in c.execute(full_sql, (match, *filter_args, int(limit)))]
+
+        return self._guard("search", [], lambda: self._read(q))
+
+    def recall(
+        self,
+        query: str,
+        classes: Sequence[str] | None = None,
+        limit: int = 5,
+        full: bool = False,
+    ) -> list[Any]:
+        """Hybrid recall (FTS5 + vectors, see ``recall.recall``); ``RecallHit`` list."""
+
+        def run() -> list[Any]:
+            from .recall import recall as hybrid_recall
+
+            return hybrid_recall(self, query, classes, limit, full)
+
+        return self._guard("recall", [], run)
+
+    def touch(self, ids: Sequence[str]) -> None:
+        """Refresh last access (a full recall): the entry counts as fresh again."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return
+        now = time.time()
+
+        def step(c: sqlite3.Connection) -> None:
+            for batch in _batched(ids):
+                marks = ",".join("?" * len(batch))
+                c.execute(
+                    f"UPDATE entries SET last_access = ? WHERE id IN ({marks})", (now, *batch)
+                )
+                self._rescore(c, now, f"id IN ({marks})", tuple(batch))
+
+        self._guard("touch", None, lambda: self._write(step))
+
+    # -- embedding queue (for the worker) ------------------------------------------------------
+
+    def pending_chunks(self, limit: int) -> list[tuple[str, str, str]]:
+        """Chunks waiting for an embedding, oldest first: (chunk_id, entry_id, text). Chunks of
+        forgotten entries wait too (``restore`` must not need re-embedding)."""
+
+        def q(c: sqlite3.Connection) -> list[tuple[str, str, str]]:
+            return list(
+                c.execute(
+                    "SELECT chunk_id, entry_id, text FROM chunks WHERE embedded = 0"
+                    " ORDER BY rowid LIMIT ?",
+                    (int(limit),),
+                )
+            )
+
+        return self._guard("queue", [], lambda: self._read(q))
+
+    def mark_chunks(self, chunk_ids: Sequence[str], state: int) -> None:
+        """1 = indexed, -1 = failed (not retried), 0 = pending again."""
+        ids = list(chunk_ids)
+
+        def step(c: sqlite3.Connection) -> None:
+            for batch in _batched(ids):
+                marks = ",".join("?" * len(batch))
+                c.execute(
+                    f"UPDATE chunks SET embedded = ? WHERE chunk_id IN ({marks})",
+                    (int(state), *batch),
+                )
+
+        if ids:
+            self._guard("queue", None, lambda: self._write(step))
+
+    def pending_count(self) -> int:
+        return self._guard(
+            "queue",
+            0,
+            lambda: self._read(
+                lambda c: c.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
+            ),
+        )
+
+    def drain(self, timeout: float | None = None) -> int:
+        """Embed every pending chunk now (tests, benchmarks); 0 without a vector worker."""
+        if self._worker is None:
+            return 0
+        return self._guard("drain", 0, lambda: self._worker.drain(timeout))
+
+    # -- lifecycle of entries ------------------------------------------------------------------
+
+    def _set(self, what: str, entry_id: str, sql: str, args: tuple) -> bool:
+        now = time.time()
+
+        def step(c: sqlite3.Connection) -> bool:
+            changed = c.execute(sql, (*args, entry_id)).rowcount > 0
+            if changed:
+                self._rescore(c, now, "id = ?", (entry_id,))
+            return changed
+
+        return self._guard(what, False, lambda: self._write(step))
+
+    def forget(self, entry_id: str) -> bool:
+        """Soft delete: recall stops showing it; ``restore`` undoes it until maintenance purges
+        it (``maintenance.PURGE_AFTER``)."""
+        return self._set(
+            "forget",
+            entry_id,
+            "UPDATE entries SET active = 0, deleted_at = ?, deleted_reason = 'forget'"
+            " WHERE id = ? AND active = 1",
+            (time.time(),),
+        )
+
+    def restore(self, entry_id: str) -> bool:
+        """Undo ``forget`` or TTL expiry; the entry counts as just accessed."""
+        return self._set(
+            "restore",
+            entry_id,
+            "UPDATE entries SET active = 1, deleted_at = NULL, deleted_reason = NULL,"
+            " last_access = ? WHERE id = ? AND active = 0",
+            (time.time(),),
+        )
+
+    def pin(self, entry_id: str) -> bool:
+        """Pinned entries never decay, never expire and are never eviction candidates."""
+        return self._set("pin", entry_id, "UPDATE entries SET pinned = 1 WHERE id = ?", ())
+
+    def unpin(self, entry_id: str) -> bool:
+        return self._set(
+            "pin",
+            entry_id,
+            "UPDATE entries SET pinned = 0, last_access = ? WHERE id = ?",
+            (time.time(),),
+        )
+
+    def note_reference(self, text: str, exclude: Sequence[str] = ()) -> int:
+        """Call with each new message: entries whose paths, identifiers, error codes or id it
+        names get a reference bonus. ``exclude``: the message's own entry id(s). Returns how
+        many entries were referenced."""
+        keys = priority.extract_keys(text)
+        if not keys:
+            return 0
+        now = time.time()
+        skip = set(exclude)
+
+        def step(c: sqlite3.Connection) -> int:
+            ids: set[str] = set()
+            for batch in _batched(keys):
+                marks = ",".join("?" * len(batch))
+                ids.update(
+                    r[0]
+                    for r in c.execute(
+                        f"SELECT entry_id FROM entry_keys WHERE key IN ({marks})", tuple(batch)
+                    )
+                )
+                ids.update(
+                    r[0]
+                    for r in c.execute(
+                        f"SELECT id FROM entries WHERE id IN ({marks})", tuple(batch)
+                    )
+                )
+            hit = sorted(ids - skip)
+            for batch in _batched(hit):
+                marks = ",".join("?" * len(batch))
+                c.execute(
+                    f"UPDATE entries SET refs = refs + 1, last_ref = ? WHERE id IN ({marks})"
+                    " AND +active = 1",
+                    (now, *batch),
+                )
+                self._rescore(c, now, f"id IN ({marks})", tuple(batch))
+            return len(hit)
+
+        return self._guard("reference", 0, lambda: self._write(step))
+
+    def mark_file_edited(self, path: str) -> int:
+        """Call after an edit to ``path`` was applied successfully: earlier errors that name
+        that file are probably fixed, so they decay ``RESOLVED_DECAY`` times faster from now.
+        Returns how many errors were marked resolved."""
+        wanted = priority.path_keys(path)
+        if not wanted:
+            return 0
+        now = time.time()
+
+        def step(c: sqlite3.Connection) -> int:
+            marks = ",".join("?" * len(wanted))
+            candidates = c.execute(
+                f"SELECT DISTINCT k.entry_id FROM entry_keys k JOIN entries e ON e.id = k.entry_id"
+                f" WHERE k.key IN ({marks}) AND e.cls = 'error' AND e.resolved = 0"
+                " AND +e.active = 1 AND e.created <= ?",
+                (*wanted, now),
+            ).fetchall()
+            hit = []
+            for (eid,) in candidates:
+                keys = [
+                    r[0] for r in c.execute("SELECT key FROM entry_keys WHERE entry_id = ?", (eid,))
+                ]
+                if any(priority.paths_match(k, path) for k in keys if "." in k or "/" in k):
+                    hit.append(eid)
+            for eid in hit:
+                c.execute(
+                    "UPDATE entries SET resolved = 1, resolved_at = ? WHERE id = ?", (now, eid)
+                )
+                self._rescore(c, now, "id = ?", (eid,))
+            return len(hit)
+
+        return self._guard("resolve", 0, lambda: self._write(step))
+
+    # -- counters and sessions -----------------------------------------------------------------
+
+    def _bump(self, c: sqlite3.Connection, key: str, n: float, now: float) -> None:
+        c.execute(
+            "INSERT INTO session_state(session_id, key, value, updated) VALUES (?,?,?,?)"
+            " ON CONFLICT(session_id, key) DO UPDATE SET value = value + excluded.value,"
+            " updated = excluded.updated",
+            (self.session_id, key, n, now),
+        )
+
+    def bump(self, key: str, n: float = 1) -> None:
+        """Add ``n`` to this session's counter ``key`` (e.g. recalls, tokens saved)."""
+        now = time.time()
+        self._guard("counter", None, lambda: self._write(lambda c: self._bump(c, key, n, now)))
+
+    def counters(self, session_id: str | None = None) -> dict[str, float]:
+        sid = session_id or self.session_id
+        return self._guard(
+            "counter",
+            {},
+            lambda: dict(
+                self._read(
+                    lambda c: c.execute(
+                        "SELECT key, value FROM session_state WHERE session_id = ?", (sid,)
+                    ).fetchall()
+                )
+            ),
+        )
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every session of this project, newest first."""
+
+        def q(c: sqlite3.Connection) -> list[dict[str, Any]]:
+            cur = c.execute(
+                "SELECT s.id, s.started, s.last_seen, s.pid, s.host, s.cwd,"
+                " (SELECT count(*) FROM entry_sessions x WHERE x.session_id = s.id)"
+                " FROM sessions s ORDER BY s.started DESC"
+            )
+            names = ("id", "started", "last_seen", "pid", "host", "cwd", "entries")
+            return [dict(zip(names, row)) for row in cur]
+
+        return self._guard("sessions", [], lambda: self._read(q))
+
+    def heartbeat(self) -> None:
+        now = time.time()
+        self._guard(
+            "session",
+            None,
+            lambda: self._write(
+                lambda c: c.execute(
+                    "UPDATE sessions SET last_seen = ? WHERE id = ?", (now, self.session_id)
+                )
+            ),
+        )
+
+    # -- reports and maintenance -----------------------------------------------------------------
+
+    def context_pressure(self, limit: int = 5, budget: int | None = None) -> dict[str, Any]:
+        from .pressure import context_pressure
+
+        return self._guard("pressure", {}, lambda: context_pressure(self, limit, budget))
+
+    def start_maintenance(self, interval: float) -> None:
+        from .maintenance import Maintenance
+
+        if self._maintenance is None:
+            self._maintenance = Maintenance(self, interval)
+            self._maintenance.start()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        for helper in (self._maintenance, self._worker, self.vectors, self._checkpointer):
+            if helper is not None:
+                try:
+                    (helper.stop if hasattr(helper, "stop") else helper.close)()
+                except Exception as err:  # noqa: BLE001
+                    log.debug("gardener: stopping %r failed: %s", helper, err)
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                try:
+                    self._conn.execute("PRAGMA optimize")
+                except sqlite3.Error:
+                    pass
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self.path or ":memory:"
+        return f"Store({where}, session={self.session_id}, scope={self.scope})"
+
+
+class _Checkpointer:
+    """Runs ``wal_checkpoint(PASSIVE)`` shortly after writes, from its own thread and
+    connection, so the copy and fsync happen beside ingestion rather than inside it."""
+
+    def __init__(self, path: Path, busy_timeout: float) -> None:
+        self._path = path
+        self._busy_timeout = busy_timeout
+        self._wake = threading.Event()
+        self._stopping = False
+        self.checkpoints = 0
+        self._thread = threading.Thread(target=self._run, name="gardener-checkpoint", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            while True:
+                self._wake.wait()
+                if self._stopping:
+                    return
+                time.sleep(CHECKPOINT_COALESCE)
+                self._wake.clear()
+                if self._stopping:  # stop() may have set the event just cleared
+                    return
+                try:
+                    if conn is None:
+                        conn = sqlite3.connect(
+                            str(self._path),
+                            timeout=self._busy_timeout,
+                            isolation_level=None,
+                            check_same_thread=False,
+                        )
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    self.checkpoints += 1
+                except sqlite3.Error as err:  # busy or gone: the next poke tries again
+                    log.debug("gardener: background checkpoint failed: %s", err)
+        finally:
+            if conn is not None:
+                conn.close()
+
+
+def _create_private(path: Path) -> None:
+    """Create the file 0600 before SQLite does (it would use the umask) and tighten an existing
+    one; SQLite gives its -wal and -shm files the main file's mode."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+    if os.stat(path).st_mode & 0o077:
+        os.chmod(path, 0o600)
+
+
+def _verbatim(data: str | bytes, cls: ContentClass | None) -> CompressionResult:
+    from ..pipeline import entry_id
+    from ..sanitize import decode
+    from ..tokens import count_tokens
+
+    text = data if isinstance(data, str) else decode(data).text
+    n = count_tokens(text)
+    return CompressionResult(entry_id(text), cls or ContentClass.LOG, text, text, n, n, [])
+
+
+def open_store(
+    location: str | Path | None = None,
+    *,
+    root: str | Path | None = None,
+    scope: str = "project",
+    vectors: bool = True,
+    chroma_url: str | None = None,
+    maintenance_interval: float | None = 300.0,
+    **kwargs: Any,
+) -> Store:
+    """The store as Aider uses it: under the git root (or ``--gardener-store``), vectors and
+    embedding worker on, maintenance every five minutes."""
+    return Store(
+        location,
+        root=root,
+        scope=scope,
+        vectors=vectors,
+        chroma_url=chroma_url,
+        maintenance_interval=maintenance_interval,
+        **kwargs,
+    )

@@ -1,0 +1,606 @@
+"""The store core on a real SQLite file: layout, schema, ingest, search, lifecycle, sessions."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import stat
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aider_gardener.pipeline import compress, entry_id
+from aider_gardener.store import Entry, Store, db, open_store
+from aider_gardener.store.db import (
+    SCHEMA_VERSION,
+    STORE_DIRNAME,
+    STORE_FILENAME,
+    build_match,
+    query_terms,
+    resolve_location,
+)
+from aider_gardener.types import ContentClass, Source
+from tests.conftest import tool_output_files
+
+PYTEST_LOG = "pytest_failures_typeerror__X_Ray_LLM.log"
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "gs", vectors=False)
+    yield s
+    s.close()
+
+
+def read(tool_outputs_dir, name: str) -> str:
+    return (tool_outputs_dir / name).read_text(encoding="utf-8", errors="replace")
+
+
+def sql(s: Store, query: str, args=()):
+    return s.read(lambda c: c.execute(query, args).fetchall())
+
+
+def store_warnings(caplog) -> list[logging.LogRecord]:
+    """The store's own warnings (compressors under construction may log theirs)."""
+    return [
+        r
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and r.name.startswith("aider_gardener.store")
+    ]
+
+
+def fts_ok(s: Store) -> None:
+    """FTS5's own check that the external-content index matches the entries table."""
+    s.read(lambda c: c.execute("INSERT INTO entries_fts(entries_fts) VALUES ('integrity-check')"))
+
+
+# --- location, file, schema -----------------------------------------------------------------
+
+
+def test_default_location_is_under_the_git_root(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    sub = repo / "src" / "pkg"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    folder, path = resolve_location()
+    assert folder == repo.resolve() / STORE_DIRNAME
+    assert path == folder / STORE_FILENAME
+    with open_store(vectors=False, maintenance_interval=None) as s:
+        assert s.dir == folder and s.path == path and path.is_file()
+
+
+def test_explicit_location_may_be_a_folder_or_a_file(tmp_path):
+    assert resolve_location(tmp_path / "x") == (tmp_path / "x", tmp_path / "x" / STORE_FILENAME)
+    assert resolve_location(tmp_path / "y" / "my.db") == (tmp_path / "y", tmp_path / "y" / "my.db")
+
+
+def test_outside_a_repository_the_folder_goes_in_the_directory(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert resolve_location(root=plain)[0] == plain.resolve() / STORE_DIRNAME
+
+
+def test_file_is_private_and_in_wal_mode(store):
+    store.ingest("hello world " * 50, Source(role="tool"))
+    mode = stat.S_IMODE(os.stat(store.path).st_mode)
+    assert mode == 0o600
+    assert stat.S_IMODE(os.stat(store.dir).st_mode) == 0o700
+    wal = store.path.with_name(store.path.name + "-wal")
+    assert wal.exists() and stat.S_IMODE(os.stat(wal).st_mode) == 0o600
+    assert sql(store, "PRAGMA journal_mode")[0][0] == "wal"
+    assert sql(store, "PRAGMA auto_vacuum")[0][0] == 2  # incremental
+
+
+def test_existing_loose_file_is_tightened(tmp_path):
+    folder = tmp_path / "gs"
+    folder.mkdir()
+    path = folder / STORE_FILENAME
+    path.touch()
+    os.chmod(path, 0o644)
+    with Store(folder, vectors=False):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_schema_version_and_tables(store):
+    assert sql(store, "PRAGMA user_version")[0][0] == SCHEMA_VERSION
+    names = {r[0] for r in sql(store, "SELECT name FROM sqlite_master")}
+    for table in ("entries", "entries_fts", "chunks", "sessions", "session_state"):
+        assert table in names
+    columns = {r[1] for r in sql(store, "PRAGMA table_info(entries)")}
+    agreed = {
+        "id", "session_id", "created", "cls", "role", "command", "tool", "path", "original",
+        "raw", "summary", "tokens_original", "tokens_summary", "ratio", "priority", "pinned",
+        "last_access", "ttl", "active", "resolved",
+    }  # fmt: skip
+    assert agreed <= columns
+    chunk_cols = [r[1] for r in sql(store, "PRAGMA table_info(chunks)")]
+    assert chunk_cols == ["chunk_id", "entry_id", "n", "text", "embedded"]
+
+
+def test_migrations_run_once_in_order(tmp_path, monkeypatch):
+    folder = tmp_path / "gs"
+    with Store(folder, vectors=False) as s:
+        s.ingest("kept across the migration " * 20)
+        old_id = s.list_entries()[0].id
+    extra = (2, ("ALTER TABLE entries ADD COLUMN note TEXT DEFAULT 'migrated'",))
+    monkeypatch.setattr(db, "MIGRATIONS", [*db.MIGRATIONS, extra])
+    monkeypatch.setattr(db, "SCHEMA_VERSION", 2)
+    with Store(folder, vectors=False) as s:
+        assert sql(s, "PRAGMA user_version")[0][0] == 2
+        assert sql(s, "SELECT note FROM entries WHERE id = ?", (old_id,)) == [("migrated",)]
+    with Store(folder, vectors=False) as s:  # already at 2: ALTER must not run again
+        assert s.degraded is None
+        assert s.get(old_id) is not None
+
+
+def test_store_from_a_newer_gardener_degrades(tmp_path, caplog):
+    folder = tmp_path / "gs"
+    with Store(folder, vectors=False) as s:
+        s.write(lambda c: c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}"))
+    with caplog.at_level(logging.WARNING):
+        s = Store(folder, vectors=False)
+    assert s.degraded and "newer" in s.degraded
+    assert s.path is not None and s.ingest("still works " * 10).stored
+    s.close()
+    warnings = store_warnings(caplog)
+    assert len(warnings) == 1 and "in-memory" in warnings[0].getMessage()
+
+
+def test_unwritable_location_degrades(tmp_path, caplog):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with caplog.at_level(logging.WARNING):
+        s = Store(blocker / "sub", vectors=False)
+    assert s.degraded
+    assert s.ingest("text " * 30).stored
+    s.close()
+
+
+# --- ingest ---------------------------------------------------------------------------------
+
+
+def test_ingest_real_output_stores_original_summary_and_chunks(store, tool_outputs_dir):
+    text = read(tool_outputs_dir, PYTEST_LOG)
+    src = Source(role="tool", command="/run python -m pytest -x tests")
+    e = store.ingest(text, src)
+    expected = compress(text, src)
+    assert isinstance(e, Entry) and e.stored
+    assert e.id == entry_id(text) == expected.entry_id
+    assert e.original == text and e.raw is None
+    assert e.summary == expected.summary
+    assert e.tokens_original == expected.tokens_original
+    assert e.tokens_summary == expected.tokens_summary
+    assert e.ratio == pytest.approx(expected.ratio)
+    assert e.cls == expected.cls.value
+    assert (e.role, e.command, e.tool) == ("tool", src.command, "pytest")
+    assert e.session_id == store.session_id and e.active and not e.pinned
+    assert e.priority > 0 and e.ttl is not None
+    chunks = sql(
+        store, "SELECT chunk_id, n, text, embedded FROM chunks WHERE entry_id = ?", (e.id,)
+    )
+    assert chunks and all(state == 0 for *_, state in chunks)
+    assert [cid for cid, *_ in chunks] == [f"{e.id}:{n}" for _, n, *_ in chunks]
+    assert "".join(t for _, _, t, _ in sorted(chunks, key=lambda r: r[1])) == text
+    assert store.get(e.id) == e
+    fts_ok(store)
+
+
+@pytest.mark.parametrize("path", tool_output_files(), ids=lambda p: p.name)
+def test_every_real_output_round_trips(store, path):
+    data = path.read_bytes()
+    e = store.ingest(data, Source(role="tool"))
+    assert e.stored
+    got = store.get(e.id)
+    assert got.data == data or got.original == data.decode("utf-8")
+    assert got.tokens_summary <= got.tokens_original
+
+
+def test_same_original_twice_in_a_session_is_one_entry(store):
+    text = "ModuleNotFoundError: No module named 'gardener_x'\n" * 5
+    a = store.ingest(text, Source(role="tool"))
+    b = store.ingest(text, Source(role="tool"))
+    assert a.id == b.id and b.seen == 2
+    assert sql(store, "SELECT count(*) FROM entries")[0][0] == 1
+    assert sql(store, "SELECT count(*) FROM chunks WHERE entry_id = ?", (a.id,))[0][0] >= 1
+    assert store.counters()["ingested"] == 1 and store.counters()["duplicates"] == 1
+
+
+def test_same_original_in_a_later_session_is_shared_not_copied(tmp_path):
+    folder = tmp_path / "gs"
+    text = "error TS2339: Property 'foo' does not exist on type 'Bar'.\n" * 3
+    with Store(folder, vectors=False) as first:
+        a = first.ingest(text)
+        first_sid = first.session_id
+    with Store(folder, vectors=False, scope="session") as second:
+        assert second.session_id != first_sid
+        assert second.fts_search("TS2339", 5) == []  # not seen in this session yet
+        b = second.ingest(text)
+        assert b.id == a.id and b.session_id == first_sid and b.seen == 2
+        assert [i for i, _ in second.fts_search("TS2339", 5)] == [a.id]
+        assert sql(second, "SELECT count(*) FROM entries")[0][0] == 1
+        sessions = {s["id"]: s["entries"] for s in second.sessions()}
+        assert sessions == {first_sid: 1, second.session_id: 1}
+
+
+def test_reingesting_a_forgotten_entry_revives_it(store):
+    e = store.ingest("a log line about gardening_revival\n" * 10)
+    assert store.forget(e.id)
+    assert store.fts_search("gardening_revival", 5) == []
+    again = store.ingest("a log line about gardening_revival\n" * 10)
+    assert again.active and again.deleted_at is None
+    assert [i for i, _ in store.fts_search("gardening_revival", 5)] == [e.id]
+
+
+def test_binary_input_keeps_its_bytes(store):
+    blob = bytes(range(256)) * 40
+    e = store.ingest(blob, Source(role="tool", command="cat image.png"))
+    assert e.stored and e.raw == blob and e.data == blob
+    assert "binary" in e.summary
+    assert store.get(e.id).raw == blob
+
+
+def test_invalid_utf8_keeps_its_bytes(store):
+    data = "Traceback: r\u00e9sum\u00e9 failed\n".encode("latin-1") * 20
+    e = store.ingest(data)
+    assert e.raw == data and "\ufffd" in e.original
+
+
+def test_valid_utf8_bytes_are_stored_as_text_only(store):
+    data = "naïve résumé line\n".encode("utf-8") * 20
+    e = store.ingest(data)
+    assert e.raw is None and e.original == data.decode("utf-8")
+
+
+def test_lone_surrogates_are_kept_exactly(store):
+    text = "bad byte here: \udcff and more text\n" * 10
+    e = store.ingest(text)
+    assert e.stored
+    assert e.raw == text.encode("utf-8", "surrogatepass")
+    assert "\udcff" not in e.original
+
+
+def test_ttl_and_pin_on_ingest(store):
+    prompt = store.ingest("please fix the failing test", Source(role="user"), cls="prompt")
+    assert prompt.cls == "prompt" and prompt.ttl is None
+    log_entry = store.ingest("INFO started\n" * 30, cls=ContentClass.LOG, ttl=60.0, pinned=True)
+    assert log_entry.ttl == 60.0 and log_entry.pinned
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "",
+        "x" * 1_000_000,  # one 1 MB line
+        "\x1b[31mFAILED\x1b[0m tests/test_a.py::test_b - AssertionError\n" * 50,
+        "text with a NUL \x00 inside and more after it\n" * 20,
+        b"\xff\xfe" + "UTF-16 text\n".encode("utf-16-le") * 20,
+        "\ufffd\ufffd replaced chars \ufffd\n" * 30,
+    ],
+    ids=["empty", "1mb-line", "ansi", "nul", "utf16", "replacement-chars"],
+)
+def test_hostile_inputs_are_stored(store, data):
+    e = store.ingest(data, Source(role="tool"))
+    assert e.stored
+    got = store.get(e.id)
+    assert got.data == data or got.original == data
+    assert got.tokens_summary <= got.tokens_original
+    fts_ok(store)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.one_of(st.text(max_size=3000), st.binary(max_size=3000)))
+def test_ingest_never_raises_and_keeps_the_input(store, data):
+    e = store.ingest(data, Source(role="tool"))
+    assert e.stored
+    got = store.get(e.id)
+    if isinstance(data, bytes):
+        assert got.data == data or got.original.encode("utf-8") == data
+    else:
+        assert got.original == data or got.raw == data.encode("utf-8", "surrogatepass")
+
+
+def test_closed_store_never_raises(tmp_path):
+    s = Store(tmp_path / "gs", vectors=False)
+    e = s.ingest("x " * 100)
+    s.close()
+    again = s.ingest("y " * 100)
+    assert not again.stored and again.summary
+    assert s.fts_search("x", 5) == [] and s.get(e.id) is None and s.get_entries([e.id]) == {}
+    assert s.forget(e.id) is False and s.pending_chunks(5) == []
+    s.touch([e.id])
+    s.close()
+
+
+# --- search ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def searchable(store):
+    texts = {
+        "py": (
+            'Traceback (most recent call last):\n  File "src/gardener/loader.py", line 41, in '
+            "load_config\n    return parse_config(raw)\nKeyError: 'model_settings'\n"
+        ),
+        "rust": (
+            "error[E0432]: unresolved import `crate::store::ContextPressure`\n"
+            " --> src/lib.rs:3:5\n"
+        ),
+        "ts": "src/app/page.tsx(12,5): error TS2339: Property 'userName' does not exist.\n",
+        "prose": "We painted the garden fence on Sunday and planted tomatoes by the shed.\n",
+        "log": "INFO dfs.DataNode: Receiving block blk_-1608999687919862906 src: /10.250.19.102\n",
+    }
+    ids = {k: store.ingest(v, Source(role="tool")).id for k, v in texts.items()}
+    return store, ids
+
+
+@pytest.mark.parametrize(
+    "query,key",
+    [
+        ("parse_config", "py"),
+        ("loader.py:41", "py"),
+        ("src/gardener/loader.py", "py"),
+        ("KeyError: 'model_settings'", "py"),
+        ("E0432", "rust"),
+        ("unresolved import", "rust"),
+        ("context pressure", "rust"),  # camelCase in the text, words in the query
+        ("ContextPressure", "rust"),
+        ("TS2339 userName", "ts"),
+        ("page.tsx", "ts"),
+        ("what did we paint on the fence?", "prose"),  # stopwords dropped, porter stems
+        ("blk_-1608999687919862906", "log"),
+    ],
+)
+def test_fts_finds_identifiers_paths_error_strings_and_prose(searchable, query, key):
+    store, ids = searchable
+    hits = store.fts_search(query, 5)
+    assert hits and hits[0][0] == ids[key], (query, hits)
+    scores = [s for _, s in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+NASTY = [
+    'AND', 'OR NOT', 'NEAR(a b, 3)', '"', '""', '"unbalanced', "*", "col:term", "-foo",
+    "foo -bar", "^start", "a + b", "(", ")", "{x y}", "entries_fts:x", "'", "\\", "\x00",
+    ":", "NEAR(", "a*b", "!!!", "   ", "", "rank:1", "🙂", "\ud800",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("query", NASTY)
+def test_fts_query_syntax_never_raises(searchable, query):
+    store, _ = searchable
+    assert isinstance(store.fts_search(query, 5), list)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(max_size=200))
+def test_any_query_string_is_safe(searchable, query):
+    store, _ = searchable
+    match = build_match(query)
+    if match is not None:  # also directly: the built expression is always valid FTS5
+        store.read(
+            lambda c: c.execute(
+                "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (match,)
+            ).fetchall()
+        )
+    assert isinstance(store.fts_search(query, 3), list)
+
+
+def test_query_terms():
+    assert query_terms("What did Caroline paint in the garden?") == ["Caroline", "paint", "garden"]
+    terms = query_terms("why does src/store/db.py:120 fail with get_entries")
+    assert terms[0] == "src/store/db.py:120"
+    for part in ("src", "store", "db.py", "120", "get_entries", "entries", "fail"):
+        assert part in terms
+    assert "get" not in terms  # stopword part
+    assert "context pressure" in query_terms("ContextPressure")
+    assert len(query_terms(" ".join(f"word{i}" for i in range(200)))) == db.MAX_QUERY_TERMS
+    assert build_match("the and of") is None
+    assert build_match('say "hi"') == '"hi"'
+
+
+def test_fts_filters_classes_and_forgotten(store):
+    err = store.ingest("TypeError: cannot add gardenwidget\n" * 3, cls="error")
+    lg = store.ingest("INFO gardenwidget ok\n" * 3, cls="log")
+    assert {i for i, _ in store.fts_search("gardenwidget", 5)} == {err.id, lg.id}
+    assert [i for i, _ in store.fts_search("gardenwidget", 5, ["error"])] == [err.id]
+    assert [i for i, _ in store.fts_search("gardenwidget", 5, [ContentClass.LOG])] == [lg.id]
+    assert store.forget(err.id)
+    assert [i for i, _ in store.fts_search("gardenwidget", 5)] == [lg.id]
+    assert store.get_entries([err.id, lg.id]).keys() == {lg.id}
+    assert store.get(err.id).deleted_reason == "forget"  # a pasted handle still resolves
+    assert store.restore(err.id) and not store.restore(err.id)
+    assert {i for i, _ in store.fts_search("gardenwidget", 5)} == {err.id, lg.id}
+    assert store.fts_search("gardenwidget", 1) and len(store.fts_search("gardenwidget", 1)) == 1
+    fts_ok(store)
+
+
+def test_project_scope_sees_earlier_sessions(tmp_path):
+    folder = tmp_path / "gs"
+    with Store(folder, vectors=False) as old:
+        e = old.ingest("ImportError: cannot import name 'trellis'\n" * 3)
+    with Store(folder, vectors=False, scope="project") as proj:
+        assert [i for i, _ in proj.fts_search("trellis", 5)] == [e.id]
+        assert proj.get_entries([e.id]).keys() == {e.id}
+    with Store(folder, vectors=False, scope="session") as sess:
+        assert sess.fts_search("trellis", 5) == []
+        assert sess.get_entries([e.id]) == {}
+        assert sess.get(e.id) is not None
+    with pytest.raises(ValueError):
+        Store(folder, vectors=False, scope="everything")
+
+
+# --- lifecycle --------------------------------------------------------------------------------
+
+
+def test_touch_refreshes_and_rescores(store):
+    e = store.ingest('some structured output {"a": 1}\n' * 10, cls="structured")
+    store.write(
+        lambda c: c.execute(
+            "UPDATE entries SET last_access = last_access - 86400, priority = 0 WHERE id = ?",
+            (e.id,),
+        )
+    )
+    store.touch([e.id])
+    got = store.get(e.id)
+    assert got.last_access >= e.last_access and got.priority == pytest.approx(e.priority, abs=0.1)
+
+
+def test_pin_and_unpin(store):
+    e = store.ingest("INFO line\n" * 40, cls="log")
+    assert store.pin(e.id) and store.get(e.id).pinned
+    assert store.unpin(e.id) and not store.get(e.id).pinned
+    assert store.pin("nonexistent") is False
+
+
+def test_forget_unknown_id_is_false(store):
+    assert store.forget("zzzzzzzzzz") is False and store.restore("zzzzzzzzzz") is False
+
+
+def test_embedding_queue(store):
+    a = store.ingest("first entry for the queue " * 5)
+    b = store.ingest("second entry for the queue " * 5)
+    pending = store.pending_chunks(10)
+    assert [p[1] for p in pending] == [a.id, b.id]
+    assert store.pending_count() == 2
+    store.mark_chunks([pending[0][0]], 1)
+    assert [p[0] for p in store.pending_chunks(10)] == [pending[1][0]]
+    store.mark_chunks([pending[1][0]], -1)
+    assert store.pending_chunks(10) == [] and store.pending_count() == 0
+    store.mark_chunks([pending[0][0]], 0)
+    assert store.pending_count() == 1
+
+
+def test_note_reference_boosts_named_entries(store):
+    err = store.ingest(
+        'File "src/garden/hose.py", line 7, in water_plants\nValueError: too much\n', cls="error"
+    )
+    other = store.ingest("INFO everything fine in module sprinkler_core\n" * 3, cls="log")
+    before = store.get(err.id).priority
+    assert store.note_reference("can you look at hose.py again?") == 1
+    after = store.get(err.id)
+    assert after.refs == 1 and after.last_ref is not None and after.priority > before
+    assert store.get(other.id).refs == 0
+    # by id (a pasted handle), and never the message's own entry
+    assert store.note_reference(f"see [full output stored: id={other.id}]") == 1
+    assert store.note_reference("water_plants sprinkler_core", exclude=[err.id]) == 1
+    assert store.get(err.id).refs == 1 and store.get(other.id).refs == 2
+    assert store.note_reference("nothing specific here") == 0
+
+
+def test_mark_file_edited_resolves_errors_naming_that_file(store):
+    hit = store.ingest(
+        'Traceback:\n  File "/home/me/proj/src/app/models.py", line 12, in load\n'
+        "AttributeError: 'NoneType' object has no attribute 'id'\n",
+        cls="error",
+    )
+    elsewhere = store.ingest("src/app/views.py:3: error: Name 'x' is not defined\n", cls="error")
+    log_entry = store.ingest("compiling src/app/models.py ... ok\n" * 3, cls="log")
+    assert store.mark_file_edited("src/app/models.py") == 1
+    assert store.get(hit.id).resolved and store.get(hit.id).resolved_at
+    assert not store.get(elsewhere.id).resolved and not store.get(log_entry.id).resolved
+    assert store.mark_file_edited("src/app/models.py") == 0  # already resolved
+    assert store.mark_file_edited("src/other/models.py") == 0
+
+
+def test_counters_and_sessions(store):
+    store.ingest("alpha " * 50)
+    store.bump("recalls")
+    store.bump("recalls", 2)
+    c = store.counters()
+    assert c["recalls"] == 3 and c["ingested"] == 1 and c["tokens_original"] > 0
+    assert store.counters("no-such-session") == {}
+    (s,) = store.sessions()
+    assert s["id"] == store.session_id and s["pid"] == os.getpid() and s["entries"] == 1
+    before = s["last_seen"]
+    time.sleep(0.01)
+    store.heartbeat()
+    assert store.sessions()[0]["last_seen"] > before
+
+
+def test_list_entries(store):
+    a = store.ingest("INFO one\n" * 20, cls="log")
+    b = store.ingest("please do the thing", cls="prompt")
+    assert [e.id for e in store.list_entries()] == [b.id, a.id]
+    assert [e.id for e in store.list_entries(order="priority")] == [a.id, b.id]
+    assert [e.id for e in store.list_entries(classes=["prompt"])] == [b.id]
+    store.forget(a.id)
+    assert [e.id for e in store.list_entries()] == [b.id]
+    assert len(store.list_entries(include_inactive=True)) == 2
+
+
+def test_memory_store(tmp_path):
+    with Store(":memory:", vectors=False) as s:
+        e = s.ingest("in memory only " * 10)
+        assert s.path is None and s.degraded is None
+        assert [i for i, _ in s.fts_search("memory", 5)] == [e.id]
+
+
+def test_tool_name():
+    assert db._tool_name("/run python -m pytest -x") == "pytest"
+    assert db._tool_name("npm test") == "npm"
+    assert db._tool_name("/usr/bin/cargo build") == "cargo"
+    assert db._tool_name("FOO=1 make all") == "make"
+    assert db._tool_name(None) is None and db._tool_name("") is None
+
+
+def test_sqlite_file_is_readable_by_plain_sqlite(store):
+    e = store.ingest("plain sqlite can read this " * 10)
+    conn = sqlite3.connect(store.path)
+    assert conn.execute("SELECT summary FROM entries WHERE id = ?", (e.id,)).fetchone()
+    conn.close()
+
+
+def test_filters_reach_past_the_best_unfiltered_matches(store):
+    """The class filter must not be applied only to the top few index hits."""
+    for i in range(40):
+        store.ingest(f"gardenwidget gardenwidget gardenwidget log line {i}\n", cls="log")
+    weak = store.ingest(
+        "TypeError in module: " + " ".join(f"word{i}" for i in range(200)) + " gardenwidget\n",
+        cls="error",
+    )
+    assert store.fts_search("gardenwidget", 3)[0][0] != weak.id
+    assert [i for i, _ in store.fts_search("gardenwidget", 1, ["error"])] == [weak.id]
+    assert len(store.fts_search("gardenwidget", 25, ["log"])) == 25
+
+
+def test_vector_index_and_worker_are_wired_in(tmp_path):
+    """With ``vectors=True`` the store opens B's index and worker (real chromadb, real model):
+    ingest queues chunks, the worker embeds them, recall uses both rankers, close stops it."""
+    s = Store(tmp_path / "gs", vectors=True)
+    try:
+        assert s.vectors is not None and s._worker is not None
+        e = s.ingest("The garden hose leaks near the tomato beds after watering.\n" * 3)
+        s.ingest("INFO compiler finished building module alpha_beta\n" * 3)
+        assert s.drain(120) >= 1 or s.pending_count() == 0
+        assert s.pending_count() == 0
+        assert s.read(lambda c: c.execute("SELECT min(embedded) FROM chunks").fetchone()[0]) == 1
+        hits = s.recall("water leaking from a pipe among vegetables", limit=1)
+        assert [h.entry_id for h in hits] == [e.id] and "vector" in hits[0].via
+        worker = s._worker
+    finally:
+        s.close()
+    assert not worker.alive
+
+
+def test_checkpoints_run_in_the_background(store):
+    for i in range(5):
+        store.ingest(f"INFO burst of writes {i}\n" * 30, cls="log")
+    deadline = time.monotonic() + 10
+    while store._checkpointer.checkpoints == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store._checkpointer.checkpoints >= 1
+    busy, frames, done = store.read(
+        lambda c: c.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    )
+    assert busy == 0 and done == frames  # nothing was left for an inline checkpoint
+    assert store.read(lambda c: c.execute("PRAGMA wal_autocheckpoint").fetchone()[0]) == (
+        db.WAL_AUTOCHECKPOINT_PAGES
+    )
