@@ -1,0 +1,271 @@
+"""Priority eviction: what replaces Aider's summarizer, without ever calling an LLM.
+
+Aider 0.86.2 summarizes ``done_messages`` in a background thread with the weak model, but in the
+edit flow the result is always discarded (it snapshots the history before the commit notice is
+appended, so its equality check fails), a failed summary empties the history, and
+``cur_messages`` (ask mode, turns without edits) is never summarized. Here instead, before every
+request and over *both* lists:
+
+* aging (batched): outputs and replies older than the last ``recent_turns`` turns and not
+  referenced since are swapped for their summary + recall handle, but only once the swaps would
+  save ``BATCH_SHARE`` of the budget. Swapping a little every turn would change the prompt prefix
+  every turn and defeat providers' prompt caches; batching changes it rarely (hysteresis).
+* pressure: above the budget, evict down to ``LOW_WATER`` of it, lowest priority first, in
+  tiers: (1) summaries for outputs, (2) one-line references to the stored entry, (3) dropping
+  whole user/assistant pairs. User prompts, unresolved errors and failed approaches have the
+  highest priority and go last; pinned messages and the last turns are never touched.
+
+Only message *contents* change in tiers 1-2 and tier 3 removes adjacent (user, assistant) pairs,
+so the role sequence keeps whatever alternation it had (``AIDER_SANITY_CHECK_TURNS=1`` holds).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..store.priority import BASE, DEFAULT_BASE, RECENCY_MAX, REFERENCE_STEP
+from ..tokens import count_tokens
+from .ingest import EDIT_MARKERS, model_name, reference_text, swap
+from .session import GardenerSession, MessageMeta
+
+LOW_WATER = 0.8
+BATCH_SHARE = 0.1
+MIN_BATCH = 512
+FAILED_BASE = 75.0  # an approach that produced an error: what not to try again
+RESOLVED_PENALTY = 40.0
+
+
+@dataclass
+class Slot:
+    lst: list
+    index: int
+    meta: MessageMeta | None
+    protected: bool
+
+
+@dataclass
+class EvictionReport:
+    before: int = 0
+    after: int = 0
+    budget: int = 0
+    aged: int = 0
+    summarized: int = 0
+    referenced: int = 0
+    dropped: int = 0
+
+
+def priority(meta: MessageMeta, session: GardenerSession) -> float:
+    """Turn-based twin of the store's score: base by class, a recency bonus halving every
+    ``recent_turns`` turns, a reference bonus fading the same way."""
+    if meta.pinned:
+        return math.inf
+    if meta.kind == "prompt":
+        base = BASE["prompt"]
+    elif meta.kind == "filler":
+        base = 0.0
+    else:
+        base = BASE.get(meta.cls, DEFAULT_BASE)
+    if meta.failed:
+        base = max(base, FAILED_BASE)
+    if meta.resolved:
+        base -= RESOLVED_PENALTY
+    span = max(1, session.config.recent_turns)
+    age = max(0, session.turn - meta.turn)
+    score = base + RECENCY_MAX * 0.5 ** (age / span)
+    if meta.last_ref_turn >= 0:
+        score += REFERENCE_STEP * 0.5 ** (max(0, session.turn - meta.last_ref_turn) / span)
+    return score
+
+
+def history_tokens(session: GardenerSession, coder: Any) -> int:
+    model = model_name(coder)
+    total = 0
+    for lst in (coder.done_messages, coder.cur_messages):
+        for msg in lst:
+            meta = session.meta(msg)
+            if meta is not None:
+                total += meta.tokens_now
+            elif isinstance(msg, dict) and isinstance(msg.get("content"), str):
+                total += count_tokens(msg["content"], model)
+    return total
+
+
+def _slots(session: GardenerSession, coder: Any, hard: bool) -> list[Slot]:
+    out = []
+    recent = session.config.recent_turns
+    cur = coder.cur_messages
+    for lst in (coder.done_messages, cur):
+        for i, msg in enumerate(lst):
+            meta = session.meta(msg)
+            if meta is None or meta.pinned:
+                protected = True
+            elif lst is cur and i == len(cur) - 1 and msg.get("role") == "user":
+                protected = True  # the message being sent
+            elif hard:
+                protected = meta.turn == session.turn and meta.kind == "prompt"
+            else:
+                protected = session.turn - meta.turn < recent
+            out.append(Slot(lst, i, meta, protected))
+    return out
+
+
+def _can_summarize(meta: MessageMeta) -> bool:
+    return (
+        meta.state == "full"
+        and meta.stored
+        and meta.kind != "prompt"
+        and meta.tokens_summary < meta.tokens_full
+    )
+
+
+def evict(session: GardenerSession, coder: Any, hard_target: int | None = None) -> EvictionReport:
+    """Age and, if over budget (or above ``hard_target`` on overflow), evict in place."""
+    hard = hard_target is not None
+    budget = session.budget(coder)
+    total = history_tokens(session, coder)
+    report = EvictionReport(before=total, budget=budget)
+    slots = _slots(session, coder, hard)
+    recent = session.config.recent_turns
+    over = total > budget or (hard and total > hard_target)
+
+    aged = [
+        s
+        for s in slots
+        if not s.protected
+        and _can_summarize(s.meta)
+        and session.turn - s.meta.last_ref_turn >= recent
+    ]
+    savings = sum(s.meta.tokens_full - s.meta.tokens_summary for s in aged)
+    if aged and (over or savings >= max(MIN_BATCH, int(budget * BATCH_SHARE))):
+        for s in aged:
+            total -= s.meta.tokens_full - s.meta.tokens_summary
+            swap(session, s.lst, s.index, s.meta, "summary")
+            report.aged += 1
+
+    if over:
+        target = hard_target if hard else int(budget * LOW_WATER)
+        candidates = sorted(
+            (s for s in slots if not s.protected and s.meta is not None),
+            key=lambda s: priority(s.meta, session),
+        )
+        for s in candidates:  # tier 1
+            if total <= target:
+                break
+            if _can_summarize(s.meta):
+                total -= s.meta.tokens_full - s.meta.tokens_summary
+                swap(session, s.lst, s.index, s.meta, "summary")
+                report.summarized += 1
+        model = model_name(coder)
+        for s in candidates:  # tier 2
+            if total <= target:
+                break
+            meta = s.meta
+            if not meta.stored or meta.kind == "filler" or meta.state == "ref":
+                continue
+            meta.tokens_ref = count_tokens(reference_text(meta), model)
+            if meta.tokens_ref < meta.tokens_now:
+                total -= meta.tokens_now - meta.tokens_ref
+                swap(session, s.lst, s.index, meta, "ref")
+                report.referenced += 1
+        if total > target:  # tier 3
+            total -= _drop_pairs(session, slots, total - target, report)
+    report.after = total
+    ev = session.events
+    ev.aged += report.aged
+    ev.summarized += report.summarized
+    ev.referenced += report.referenced
+    ev.dropped += report.dropped
+    ev.hard = ev.hard or hard
+    return report
+
+
+def _droppable(meta: MessageMeta) -> bool:
+    return meta.stored or meta.kind == "filler"
+
+
+def _drop_pairs(
+    session: GardenerSession, slots: list[Slot], excess: int, report: EvictionReport
+) -> int:
+    """Tier 3: remove whole (user, assistant) pairs, lowest priority first. Returns tokens
+    freed. Everything dropped is in the store; recall brings it back."""
+    by_list: dict[int, list[Slot]] = {}
+    for s in slots:
+        by_list.setdefault(id(s.lst), []).append(s)
+    pairs = []
+    for group in by_list.values():
+        i = 0
+        while i + 1 < len(group):
+            a, b = group[i], group[i + 1]
+            if (
+                a.lst[a.index].get("role") == "user"
+                and b.lst[b.index].get("role") == "assistant"
+                and not a.protected
+                and not b.protected
+                and _droppable(a.meta)
+                and _droppable(b.meta)
+            ):
+                prio = max(priority(a.meta, session), priority(b.meta, session))
+                pairs.append((prio, a, b))
+                i += 2
+            else:
+                i += 1
+    pairs.sort(key=lambda p: p[0])
+    freed = 0
+    chosen = []
+    for _prio, a, b in pairs:
+        if freed >= excess:
+            break
+        freed += a.meta.tokens_now + b.meta.tokens_now
+        chosen.append((a, b))
+    for a, b in sorted(chosen, key=lambda p: p[0].index, reverse=True):
+        del a.lst[a.index : a.index + 2]
+        session.discard(a.meta)
+        session.discard(b.meta)
+        report.dropped += 2
+    return freed
+
+
+def rewrite_for_switch(session: GardenerSession, messages: list) -> list:
+    """What Aider's ``summarize_all`` is for on an edit-format switch: old replies written in the
+    previous edit format would teach the new coder the wrong format. Instead of an LLM summary
+    (which also breaks alternation: it returns a lone user message), replies containing edit
+    blocks are swapped for their summaries (``edited path: +A -R lines``); a new list."""
+    out = list(messages)
+    for i, msg in enumerate(out):
+        meta = session.meta(msg)
+        if meta is None or meta.kind != "reply" or not _can_summarize(meta):
+            continue
+        if EDIT_MARKERS.search(meta.original):
+            swap(session, out, i, meta, "summary")
+    return out
+
+
+class GardenerSummary:
+    """Stands in for Aider's ``ChatSummary`` on gardened coders: the same interface, no LLM.
+    History size is managed by ``evict`` before each request, so nothing here is ever "too
+    big", and ``summarize_all`` (called by ``Coder.create`` on a mode switch) rewrites instead
+    of summarizing."""
+
+    def __init__(self, session: GardenerSession, model: Any, max_tokens: int = 1024) -> None:
+        self.session = session
+        self.models = [model]
+        self.max_tokens = max_tokens
+        self.token_count = model.token_count
+
+    def too_big(self, messages: list) -> bool:
+        return False
+
+    def tokenize(self, messages: list) -> list:
+        return [(self.token_count(msg), msg) for msg in messages]
+
+    def summarize(self, messages: list, depth: int = 0) -> list:
+        return list(messages)
+
+    summarize_real = summarize
+
+    def summarize_all(self, messages: list) -> list:
+        return self.session.attempt(
+            "mode switch", rewrite_for_switch, self.session, messages, default=list(messages)
+        )

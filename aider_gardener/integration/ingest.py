@@ -1,0 +1,238 @@
+"""Ingest: every message that enters ``done_messages`` or ``cur_messages`` is classified,
+compressed and stored, and gets a record in the session's side table.
+
+Rather than hooking each of the many places Aider appends to those lists (the prompt, the
+reply, ``/run``, ``/web``, suggested shell commands, reflections, interrupts), ``sync`` walks
+both lists before every request and ingests whatever it has no record of. Walking is cheap (an
+identity lookup per message); only new messages cost a compression.
+
+Noisy-neighbour throttling happens here too: command output above ``--gardener-max-output``
+tokens is swapped for its summary as soon as it is seen, so it never reaches the model whole.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..store.priority import extract_keys
+from ..tokens import count_tokens
+from ..types import ContentClass, Source
+from .session import GardenerSession, Hint, MessageMeta
+
+# Aider's prompts.run_output, the shape /run and /test output enters the chat in.
+RUN_OUTPUT = re.compile(
+    r"\AI ran this command:\n\n(?P<command>.*?)\n\nAnd got this output:\n\n(?P<output>.*)\Z",
+    re.DOTALL,
+)
+WEB_OUTPUT = re.compile(r"\AHere is the content of (?P<url>\S+?):\n\n(?P<output>.*)\Z", re.DOTALL)
+SHELL_OUTPUT = re.compile(r"\AOutput from (?P<command>[^\n]+)\n(?P<output>.*)\Z", re.DOTALL)
+# SEARCH/REPLACE, patch and unified-diff markers: a reply holding them is an edit Aider applied.
+EDIT_MARKERS = re.compile(
+    r"^(?:<{5,9} SEARCH|>{5,9} REPLACE|\*\*\* Begin Patch|@@ .* @@|--- \S+\n\+\+\+ )", re.MULTILINE
+)
+
+FILLER_MAX_CHARS = 80
+MAX_KEYS = 64
+# A message names what it refers to early (the paths and names of what it discusses or edits);
+# scanning only its head bounds the cost of reference detection on 100 kB replies.
+REF_SCAN_CHARS = 8000
+
+
+def model_name(coder: Any) -> str:
+    try:
+        return coder.main_model.name
+    except Exception:  # noqa: BLE001
+        return "gpt-4o"
+
+
+def sync(session: GardenerSession, coder: Any) -> list[MessageMeta]:
+    """Give every message in the coder's history a record (ingesting new ones), throttle large
+    command output, and forget records of messages that left the lists. Returns new records."""
+    new: list[MessageMeta] = []
+    seen: set[int] = set()
+    for lst in (coder.done_messages, coder.cur_messages):
+        for i, msg in enumerate(lst):
+            seen.add(id(msg))
+            if session.meta(msg) is not None:
+                continue
+            if not isinstance(msg, dict) or not isinstance(msg.get("content"), str):
+                continue  # images, function calls: left exactly as Aider made them
+            meta = session.attempt("ingest", ingest_message, session, coder, msg)
+            if meta is None:
+                continue
+            new.append(meta)
+            if should_throttle(session, meta):
+                swap(session, lst, i, meta, "summary")
+                seen.add(id(meta.msg))
+                session.events.throttled += 1
+                session.stats["throttled"] += 1
+    session.prune(seen)
+    return new
+
+
+def should_throttle(session: GardenerSession, meta: MessageMeta) -> bool:
+    return (
+        meta.kind == "tool"
+        and meta.stored
+        and meta.state == "full"
+        and meta.tokens_full > session.config.max_output
+        and meta.tokens_summary < meta.tokens_full
+    )
+
+
+def swap(session: GardenerSession, lst: list, index: int, meta: MessageMeta, state: str) -> None:
+    """Put a new dict with the text for ``state`` in the slot; the old dict, which another list
+    or a pending request may still hold, is never changed."""
+    text = {"full": meta.original, "summary": meta.summary}.get(state)
+    if text is None:
+        text = reference_text(meta)
+    new = dict(lst[index])
+    new["content"] = text
+    lst[index] = new
+    session.rekey(meta, new)
+    meta.state = state
+
+
+def reference_text(meta: MessageMeta) -> str:
+    """Tier 2: one line that says what was here and how to get it back."""
+    what = {
+        "prompt": "your earlier message",
+        "reply": "my earlier reply",
+        "tool": f"output of `{meta.command}`" if meta.command else "command output",
+        "notice": "aider notice",
+        "recall": "recalled context",
+    }.get(meta.kind, "earlier message")
+    first = _first_line(meta.summary if meta.state == "summary" else meta.original)
+    return (
+        f"[{what}, {meta.cls}, {meta.tokens_full:,} tokens: {first}]\n"
+        f"[full output stored: id={meta.entry_id}]"
+    )
+
+
+def _first_line(text: str, limit: int = 100) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("[full output stored"):
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return "…"
+
+
+def classify_message(role: str, content: str, hint: Hint | None) -> tuple[str, str | None, str]:
+    """(kind, command, body to store) for a message without other provenance."""
+    if hint is not None and hint.kind is not None:
+        body = content
+        m = RUN_OUTPUT.match(content)
+        if m and hint.kind == "tool":
+            body = m.group("output")
+        return hint.kind, hint.command, body
+    if role == "assistant":
+        if len(content) <= FILLER_MAX_CHARS and "\n" not in content.strip():
+            return "filler", None, content
+        return "reply", None, content
+    if role != "user":
+        return "filler", None, content
+    m = RUN_OUTPUT.match(content)
+    if m:
+        return "tool", m.group("command").strip(), m.group("output")
+    m = WEB_OUTPUT.match(content)
+    if m:
+        return "tool", f"/web {m.group('url')}", m.group("output")
+    m = SHELL_OUTPUT.match(content)
+    if m and len(content) > 200:
+        return "tool", m.group("command").strip(), content
+    return "prompt", None, content
+
+
+def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMeta:
+    content: str = msg["content"]
+    role = str(msg.get("role") or "user")
+    hint = session.hints.pop(content, None)
+    if hint is not None and hint.meta is not None:
+        meta = hint.meta  # the same text moved to a new dict (e.g. /test output re-sent)
+        session.discard(meta)
+        meta.msg = msg
+        if hint.starts_turn and not meta.starts_turn:
+            session.turn += 1
+            meta.turn, meta.starts_turn = session.turn, True
+        session.add(meta)
+        return meta
+    kind, command, body = classify_message(role, content, hint)
+    starts_turn = hint.starts_turn if hint is not None else (kind == "prompt")
+    turn = session.turn
+    if starts_turn:
+        session.turn = turn = turn + 1
+    elif kind in ("tool", "notice", "recall") and role == "user":
+        turn += 1  # output added between requests is what the *next* request is about
+    elif kind == "filler" and role == "assistant":
+        turn = max(turn, session.last_user_turn)  # "Ok." ages with the message it answers
+    if role == "user":
+        session.last_user_turn = turn
+    model = model_name(coder)
+    meta = MessageMeta(
+        msg=msg,
+        original=content,
+        role=role,
+        kind=kind,
+        cls=(hint.cls if hint and hint.cls else ("prompt" if kind == "prompt" else "prose")),
+        turn=turn,
+        starts_turn=starts_turn,
+        command=command,
+        summary=content,
+    )
+    if kind == "filler":
+        meta.tokens_full = meta.tokens_summary = count_tokens(content, model)
+        session.add(meta)
+        return meta
+
+    store = session.open_store(coder)
+    entry = None
+    if store is not None and body.strip():
+        source = Source(role="tool" if kind in ("tool", "notice") else role, command=command)
+        forced = ContentClass.PROMPT if kind == "prompt" else None
+        if kind == "reply" and EDIT_MARKERS.search(body):
+            forced = ContentClass.EDIT  # provenance: Aider applies these blocks as edits
+        if hint is not None and hint.cls:
+            forced = ContentClass(hint.cls)
+        entry = session.attempt("store", store.ingest, body, source, cls=forced)
+    meta.tokens_full = count_tokens(content, model)
+    if entry is not None and getattr(entry, "stored", False):
+        meta.entry_id = entry.id
+        meta.stored = True
+        meta.cls = str(entry.cls)
+        if entry.summary != entry.original and body in content:
+            head, _, tail = content.partition(body)
+            meta.summary = head + entry.summary + (tail if tail.strip() else "")
+            meta.tokens_summary = count_tokens(meta.summary, model)
+            if meta.tokens_summary >= meta.tokens_full:
+                meta.summary, meta.tokens_summary = content, meta.tokens_full
+        else:
+            meta.tokens_summary = meta.tokens_full
+    else:
+        meta.tokens_summary = meta.tokens_full
+    meta.keys = tuple(extract_keys(meta.summary if meta.stored else content, MAX_KEYS))
+    if meta.entry_id and meta.entry_id not in meta.keys:
+        meta.keys = (meta.entry_id,) + meta.keys
+    note_references(session, meta, store)
+    if kind == "tool" and meta.cls == "error" and session.last_reply is not None:
+        session.last_reply.failed = True  # the approach just tried did not work: keep it
+    if kind == "reply":
+        session.last_reply = meta
+    session.add(meta)
+    return meta
+
+
+def note_references(session: GardenerSession, meta: MessageMeta, store: Any) -> None:
+    """A prompt or reply that names an earlier message's paths, identifiers, error codes or id
+    keeps that message out of aging for a few more turns (and raises its stored priority)."""
+    if meta.kind not in ("prompt", "reply"):
+        return
+    head = meta.original[:REF_SCAN_CHARS]
+    keys = extract_keys(head, 256)
+    for key in keys:
+        for other in session.key_index.get(key, ()):
+            if other is not meta and session.live(other):
+                other.last_ref_turn = session.turn
+    if store is not None and keys:
+        exclude = [meta.entry_id] if meta.entry_id else []
+        session.attempt("reference", store.note_reference, head, exclude)

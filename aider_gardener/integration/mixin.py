@@ -1,0 +1,336 @@
+"""``GardenerMixin``: the hooks that garden one Aider coder.
+
+Put first in the bases of every coder class (see registry.py). Each hook does its gardener work
+through ``GardenerSession.attempt`` and otherwise calls Aider's own method, so a failure in the
+gardener costs one warning and that step of gardening, never the session.
+
+Hooks, in the order a request meets them:
+
+* ``run_one``: remembers what the user typed, so the prompt is recognised as theirs.
+* ``send_message``: an output about to be sent as the message itself (``/test``, auto-test) is
+  taken out of ``cur_messages`` first (Aider would send it twice); overflow recovery retries
+  once after evicting harder.
+* ``format_chat_chunks``: ingest new messages, age and evict in place, then build Aider's chunks,
+  apply the incremental view, inject recalled context, print the status line.
+* ``summarize_start``/``summarize_end`` and ``summarizer``: Aider's LLM summarizer is replaced by
+  eviction (ingest only here; eviction runs before each request).
+* ``send``/``show_exhausted_error``: notice a context-window overflow and turn Aider's "you sent
+  too many tokens" stop into one retry.
+* ``apply_updates``/``lint_edited``: successful edits resolve errors about the edited files;
+  lint output is tagged as tool output so it can be throttled.
+
+Passive coders (the architect's editor, the ``/lint`` clone, ``/help``) run plain Aider.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..tokens import count_tokens
+from .eviction import GardenerSummary, evict, history_tokens
+from .incremental import incremental_view
+from .ingest import model_name, sync
+from .rag import inject
+from .session import GardenerSession, Hint, TurnEvents, creating_passive, window_of
+
+log = logging.getLogger(__name__)
+
+PREFLIGHT_SHARE = 0.95  # evict hard before sending when the prompt would exceed this share
+PREFLIGHT_TARGET = 0.85
+OVERFLOW_NOTICE = "FinishReasonLength exception: you sent too many tokens"
+
+
+def _fmt_k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+class GardenerMixin:
+    _garden: GardenerSession | None = None
+    _garden_passive = True
+    _garden_initializing = False
+    _garden_sending = False
+    _garden_hard_target: int | None = None
+    _garden_cwe = False
+    _garden_retry = "idle"
+    _garden_typed: str | None = None
+
+    def __init__(self, main_model, io, *args, **kwargs):
+        self._garden_passive = bool(creating_passive() or self.edit_format == "help")
+        self._garden = None
+        self._garden_initializing = True
+        try:
+            super().__init__(main_model, io, *args, **kwargs)
+        finally:
+            self._garden_initializing = False
+        if not self._garden_passive:
+            self._garden = self._garden_activate()
+
+    def _garden_activate(self) -> GardenerSession | None:
+        try:
+            from .commands import GardenCommands
+
+            commands = self.commands
+            if not isinstance(commands, GardenCommands):
+                commands = GardenCommands.adopt(commands)
+                self.commands = commands
+                commands.coder = self
+            session = commands.gardener
+            session.io = self.io
+            if session.config.mode == "off":
+                return None
+            self.summarizer = GardenerSummary(
+                session, self.main_model, getattr(self.summarizer, "max_tokens", 1024)
+            )
+            return session
+        except Exception as err:  # noqa: BLE001 - never stop Aider from starting
+            log.warning("gardener: could not start (%s); running plain aider", err)
+            try:
+                self.io.tool_warning(f"gardener: could not start ({err}); running plain aider")
+            except Exception:  # noqa: BLE001
+                pass
+            return None
+
+    @property
+    def gardener(self) -> GardenerSession | None:
+        return self._garden
+
+    # -- summarizer replacement ----------------------------------------------------------------
+
+    def summarize_start(self):
+        g = self._garden
+        if g is not None:
+            g.attempt("ingest", sync, g, self)
+            return
+        if self._garden_initializing and not self._garden_passive:
+            return  # restored history: gardened at the first request instead
+        return super().summarize_start()
+
+    def move_back_cur_messages(self, message):
+        g = self._garden
+        if g is not None and message:
+            g.hint(message, Hint(kind="notice", command="aider"))  # e.g. the commit notice
+        return super().move_back_cur_messages(message)
+
+    def summarize_end(self):
+        if self._garden is not None and self.summarizer_thread is None:
+            return
+        return super().summarize_end()
+
+    # -- one user turn -------------------------------------------------------------------------
+
+    def run_one(self, user_message, preproc):
+        if self._garden is None:
+            return super().run_one(user_message, preproc)
+        self._garden_typed = user_message
+        try:
+            return super().run_one(user_message, preproc)
+        finally:
+            self._garden_typed = None
+
+    def _garden_prepare(self, inp: str) -> str:
+        """Before Aider appends ``inp`` to ``cur_messages``: recognise what it is, and if it is
+        command output that ``/run`` already added as a (user, "Ok.") pair, take the pair out
+        and send its (possibly compressed) text once."""
+        g = self._garden
+        cur = self.cur_messages
+        if (
+            len(cur) >= 2
+            and cur[-1].get("role") == "assistant"
+            and cur[-1].get("content") in ("Ok.", "Ok")
+            and cur[-2].get("role") == "user"
+        ):
+            meta = g.meta(cur[-2])
+            if cur[-2].get("content") == inp or (meta is not None and meta.original == inp):
+                text = cur[-2]["content"]
+                del cur[-2:]
+                if meta is not None:
+                    g.discard(meta)
+                    g.hint(
+                        text,
+                        Hint(kind=meta.kind, command=meta.command, starts_turn=True, meta=meta),
+                    )
+                return text
+        hint = g.hints.get(inp)
+        if hint is not None:
+            hint.starts_turn = True
+            return inp
+        typed = self._garden_typed
+        kind = None
+        if typed and not self.commands.is_command(typed) and inp.startswith(typed.strip()[:64]):
+            kind = "prompt"
+        g.hint(inp, Hint(kind=kind, starts_turn=True))
+        return inp
+
+    def send_message(self, inp):
+        g = self._garden
+        if g is None:
+            yield from super().send_message(inp)
+            return
+        g.io = self.io
+        inp = g.attempt("ingest", self._garden_prepare, inp, default=inp)
+        g.events = TurnEvents()
+        self._garden_sending = True
+        self._garden_cwe = False
+        self._garden_retry = "idle"
+        try:
+            yield from super().send_message(inp)
+            if self._garden_retry == "pending":
+                self._garden_retry = "used"
+                if g.attempt("overflow", self._garden_prepare_retry, inp, default=False):
+                    yield from super().send_message(inp)
+            g.attempt("ingest", sync, g, self)  # the reply is stored (and recallable) now
+        finally:
+            self._garden_sending = False
+            self._garden_hard_target = None
+            self._garden_retry = "idle"
+
+    def _garden_prepare_retry(self, inp: str) -> bool:
+        g = self._garden
+        cur = self.cur_messages
+        if cur and cur[-1].get("role") == "assistant" and cur[-1].get("content") == OVERFLOW_NOTICE:
+            del cur[-1]
+        if not cur or cur[-1].get("role") != "user" or cur[-1].get("content") != inp:
+            return False
+        meta = g.meta(cur[-1])
+        del cur[-1]
+        if meta is not None:
+            g.discard(meta)
+            g.hint(inp, Hint(kind=meta.kind, command=meta.command, meta=meta))
+        self._garden_hard_target = history_tokens(g, self) // 2
+        self._garden_cwe = False
+        return True
+
+    # -- building the request ------------------------------------------------------------------
+
+    def format_chat_chunks(self):
+        g = self._garden
+        if g is None:
+            return super().format_chat_chunks()
+        g.attempt("ingest", sync, g, self)
+        hard = self._garden_hard_target
+        if g.config.evicts or hard is not None:
+            g.attempt("evict", evict, g, self, hard)
+        chunks = super().format_chat_chunks()
+        chunks = self._garden_view(g, chunks)
+        if g.config.evicts or g.config.incremental:
+            again = g.attempt("evict", self._garden_preflight, g, chunks, default=False)
+            if again:
+                chunks = self._garden_view(g, super().format_chat_chunks())
+        if self._garden_sending:
+            if g.config.rag:
+                g.attempt("recall", inject, g, self, chunks, self._garden_query())
+            g.attempt("status", self._garden_status, g, chunks)
+        return chunks
+
+    def _garden_view(self, g: GardenerSession, chunks: Any) -> Any:
+        if g.config.incremental:
+            return g.attempt("incremental", incremental_view, g, self, chunks, default=chunks)
+        return chunks
+
+    def _garden_preflight(self, g: GardenerSession, chunks: Any) -> bool:
+        """If the prompt would not fit the window, evict hard now instead of letting Aider ask
+        "Try to proceed anyway?" or the provider refuse it."""
+        window = window_of(self)
+        if not window or self._garden_hard_target is not None:
+            return False
+        model = model_name(self)
+        total = sum(
+            count_tokens(m["content"], model)
+            for m in chunks.all_messages()
+            if isinstance(m.get("content"), str)
+        )
+        if total <= PREFLIGHT_SHARE * window:
+            return False
+        excess = total - int(PREFLIGHT_TARGET * window)
+        self._garden_hard_target = max(0, history_tokens(g, self) - excess)
+        evict(g, self, self._garden_hard_target)
+        return True
+
+    def _garden_query(self) -> str:
+        for msg in reversed(self.cur_messages):
+            if msg.get("role") == "user" and isinstance(msg.get("content"), str):
+                meta = self._garden.meta(msg)
+                return meta.original if meta is not None else msg["content"]
+        return ""
+
+    def _garden_status(self, g: GardenerSession, chunks: Any) -> None:
+        ev = g.events
+        if not ev.any() or ev.reported:
+            return
+        ev.reported = True
+        model = model_name(self)
+        original = 0
+        for lst in (self.done_messages, self.cur_messages):
+            for msg in lst:
+                meta = g.meta(msg)
+                if meta is not None:
+                    original += meta.tokens_full
+                elif isinstance(msg.get("content"), str):
+                    original += count_tokens(msg["content"], model)
+        sent = sum(
+            count_tokens(m["content"], model)
+            for m in list(chunks.done) + list(chunks.cur)
+            if isinstance(m.get("content"), str)
+        )
+        line = f"gardener: {_fmt_k(original)} → {_fmt_k(sent)} history tokens"
+        if ev.recalled:
+            line += f", {ev.recalled} recalled"
+        if ev.dropped:
+            line += f", {ev.dropped} evicted"
+        self.io.tool_output(line)
+
+    # -- overflow ------------------------------------------------------------------------------
+
+    def send(self, messages, model=None, functions=None):
+        try:
+            yield from super().send(messages, model=model, functions=functions)
+        except Exception as err:
+            if self._garden is not None and type(err).__name__ == "ContextWindowExceededError":
+                self._garden_cwe = True
+            raise
+
+    def show_exhausted_error(self):
+        if self._garden is not None and self._garden_cwe and self._garden_retry == "idle":
+            self._garden_retry = "pending"
+            self.io.tool_warning(
+                "gardener: the context window was exceeded; evicting harder and retrying once"
+            )
+            return
+        return super().show_exhausted_error()
+
+    # -- edits and lint ------------------------------------------------------------------------
+
+    def apply_updates(self):
+        edited = super().apply_updates()
+        g = self._garden
+        if g is not None and edited:
+            g.attempt("resolve", self._garden_resolve, g, edited)
+        return edited
+
+    def _garden_resolve(self, g: GardenerSession, edited: set) -> None:
+        from ..store.priority import path_keys
+
+        store = g.store
+        for path in edited:
+            if store is not None:
+                store.mark_file_edited(str(path))
+            names = set(path_keys(str(path)))
+            for meta in list(g.table.values()):
+                if meta.cls == "error" and names & set(meta.keys):
+                    meta.resolved = True
+
+    def lint_edited(self, fnames):
+        res = super().lint_edited(fnames)
+        g = self._garden
+        if g is not None and res:
+            g.hint(res, Hint(kind="tool", command="lint"))
+        return res
+
+    def reply_completed(self):
+        if self._garden is not None and self.edit_format == "architect":
+            from .session import passive_coders
+
+            with passive_coders():
+                return super().reply_completed()
+        return super().reply_completed()

@@ -1,0 +1,154 @@
+"""The ``gardener`` option group, added to Aider's own parser.
+
+Aider's parser is a ``configargparse`` parser with ``auto_env_var_prefix="AIDER_"`` and its YAML
+config files, so adding our options to it (rather than parsing them separately) is what makes
+``--gardener-mode``, ``AIDER_GARDENER_MODE`` and a ``gardener-mode:`` key in ``.aider.conf.yml``
+all work exactly like Aider's own flags, with the same precedence.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, fields
+from typing import Any
+
+MODES = ("off", "evict", "rag", "incremental")
+SCOPES = ("session", "project")
+
+
+@dataclass(frozen=True)
+class GardenerConfig:
+    """What the gardener was asked to do. Defaults are what ``aider-gardener`` runs with.
+
+    budget: history tokens (done + current messages) above which priority eviction starts; None
+        means ``BUDGET_SHARE`` of the model's input window.
+    max_output: ``/run``, ``/test``, ``/web`` and lint output above this many tokens enters the
+        chat already compressed (the full text is in the store).
+    rag_tokens: the most tokens session RAG may add to one request.
+    recent_turns: the last N user turns are never aged or evicted (except on overflow).
+    """
+
+    mode: str = "rag"
+    budget: int | None = None
+    store: str | None = None
+    scope: str = "project"
+    chroma_url: str | None = None
+    max_output: int = 1024
+    rag_tokens: int = 1024
+    recent_turns: int = 3
+    vectors: bool = True
+
+    @property
+    def evicts(self) -> bool:
+        return self.mode in ("evict", "rag")
+
+    @property
+    def rag(self) -> bool:
+        return self.mode in ("rag", "incremental")
+
+    @property
+    def incremental(self) -> bool:
+        return self.mode == "incremental"
+
+
+DEFAULTS = GardenerConfig()
+
+
+def config_from_args(args: Any) -> GardenerConfig:
+    """The config from Aider's parsed ``args`` (any object; missing attributes keep defaults,
+    so coders created without our parser, as in tests, get the defaults)."""
+    values = {}
+    for f in fields(GardenerConfig):
+        value = getattr(args, f"gardener_{f.name}", None) if args is not None else None
+        if value is not None:
+            values[f.name] = value
+    return GardenerConfig(**values)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(str(text).replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(str(text))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def add_gardener_group(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``gardener`` group to Aider's parser (idempotent)."""
+    if any(a.dest == "gardener_mode" for a in parser._actions):
+        return parser
+    group = parser.add_argument_group("gardener")
+    group.add_argument(
+        "--gardener-mode",
+        choices=MODES,
+        default=DEFAULTS.mode,
+        help=(
+            "Context gardening: off (plain aider), evict (compress and evict old context), rag"
+            " (evict plus recall of relevant stored context), incremental (rolling summary of"
+            f" old turns plus the last turns verbatim) (default: {DEFAULTS.mode})"
+        ),
+    )
+    group.add_argument(
+        "--gardener-budget",
+        type=_positive_int,
+        metavar="TOKENS",
+        help="Chat history token budget before priority eviction (default: a share of the"
+        " model's input window)",
+    )
+    group.add_argument(
+        "--gardener-store",
+        metavar="PATH",
+        help="Where the gardener stores originals: a folder or a .sqlite file"
+        " (default: .aider.gardener/ under the git root)",
+    )
+    group.add_argument(
+        "--gardener-scope",
+        choices=SCOPES,
+        default=DEFAULTS.scope,
+        help="Recall from this session only, or from every session of the project"
+        f" (default: {DEFAULTS.scope})",
+    )
+    group.add_argument(
+        "--gardener-chroma-url",
+        metavar="URL",
+        help="Use a Chroma server (http://HOST:PORT) for vectors instead of the embedded store",
+    )
+    group.add_argument(
+        "--gardener-max-output",
+        type=_positive_int,
+        metavar="TOKENS",
+        default=DEFAULTS.max_output,
+        help="/run, /test, /web and lint output above this many tokens enters the chat already"
+        f" compressed (default: {DEFAULTS.max_output})",
+    )
+    group.add_argument(
+        "--gardener-rag-tokens",
+        type=_non_negative_int,
+        metavar="TOKENS",
+        default=DEFAULTS.rag_tokens,
+        help=f"Most tokens recalled context may add to a request (default: {DEFAULTS.rag_tokens})",
+    )
+    group.add_argument(
+        "--gardener-recent-turns",
+        type=_positive_int,
+        metavar="N",
+        default=DEFAULTS.recent_turns,
+        help="The last N user turns are kept verbatim (default: %(default)s)",
+    )
+    group.add_argument(
+        "--gardener-vectors",
+        action=argparse.BooleanOptionalAction,
+        default=DEFAULTS.vectors,
+        help="Semantic recall with local embeddings; off means full-text recall only"
+        " (default: True)",
+    )
+    return parser

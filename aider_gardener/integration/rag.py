@@ -1,0 +1,111 @@
+"""Session RAG: before each request, recall stored context relevant to the new user message.
+
+Eviction keeps the prompt small by taking things out; recall puts back the few that matter for
+*this* request: an error from twenty turns ago, a log from yesterday's session. Hits already in
+the prompt verbatim are skipped; for one that is there only as a summary, the part of the
+original that matched (the vector excerpt) is added. The result is one user/assistant pair at
+the end of the history chunk, in a *new* list: the shared ``done_messages`` is never appended to.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..tokens import count_tokens
+from .ingest import model_name
+from .session import GardenerSession
+
+CANDIDATES = 8
+MAX_HITS = 3
+# Full-text recall ORs the query's words, so an entry sharing one common word with the request
+# is a "hit". Injecting it costs tokens and distracts the model: a hit found by full text alone
+# must contain at least this share of the query's search terms (vector-and-text hits always pass,
+# vector-only hits need one shared term or the top rank).
+MIN_TERM_SHARE = 0.5
+
+HEADER = (
+    "Context recalled by aider-gardener for this request (stored earlier; it may or may not be"
+    " relevant):"
+)
+REPLY = "Ok, I will use that context if it is relevant."
+
+
+def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[dict], list[str]]:
+    """The (user, assistant) pair to add, and the entry ids it contains; ([], []) for none."""
+    store = session.store
+    budget = session.config.rag_tokens
+    if store is None or not query.strip() or budget <= 0:
+        return [], []
+    hits = store.recall(query, limit=CANDIDATES)
+    if not hits:
+        return [], []
+    in_history = session.entries_in_history()
+    terms = _terms(query)
+    originals = {
+        e_id: e.original for e_id, e in store.get_entries([h.entry_id for h in hits]).items()
+    }
+    model = model_name(coder)
+    used = count_tokens(HEADER, model) + count_tokens(REPLY, model)
+    blocks: list[str] = []
+    ids: list[str] = []
+    for rank, hit in enumerate(hits):
+        if len(ids) >= MAX_HITS:
+            break
+        if not _relevant(hit, rank, terms, originals.get(hit.entry_id, hit.text)):
+            continue
+        state = in_history.get(hit.entry_id)
+        if state == "full":
+            continue
+        text = hit.text
+        if state == "summary":
+            excerpt = getattr(hit, "excerpt", "") or ""
+            if not excerpt or excerpt in text:
+                continue
+            text = excerpt
+        where = f" {hit.source_path}" if getattr(hit, "source_path", None) else ""
+        block = f"--- id={hit.entry_id} ({hit.cls}{where})\n{text.strip()}"
+        cost = count_tokens(block, model)
+        if used + cost > budget:
+            continue
+        used += cost
+        blocks.append(block)
+        ids.append(hit.entry_id)
+    if not blocks:
+        return [], []
+    user = HEADER + "\n\n" + "\n\n".join(blocks)
+    return [dict(role="user", content=user), dict(role="assistant", content=REPLY)], ids
+
+
+def _terms(query: str) -> list[str]:
+    from ..store.db import query_terms
+
+    return list(dict.fromkeys(t.lower() for t in query_terms(query)))
+
+
+def _relevant(hit: Any, rank: int, terms: list[str], text: str) -> bool:
+    via = getattr(hit, "via", "") or "fts"
+    if "fts" in via and "vector" in via:
+        return True
+    low = text.lower()
+    shared = sum(1 for t in terms if t in low)
+    if "fts" not in via:
+        return shared >= 1 or rank == 0
+    needed = max(1, min(len(terms), math.ceil(MIN_TERM_SHARE * len(terms))))
+    return shared >= needed
+
+
+def inject(session: GardenerSession, coder: Any, chunks: Any, query: str) -> int:
+    """Append the recall pair to ``chunks.done`` as a new list; returns the entries added."""
+    done = chunks.done
+    if done and done[-1].get("role") != "assistant":
+        return 0  # the pair would break user/assistant alternation
+    pair, ids = recall_pair(session, coder, query)
+    if not pair:
+        session.rag_ids = []
+        return 0
+    chunks.done = list(done) + pair
+    session.rag_ids = ids
+    session.events.recalled += len(ids)
+    session.stats["recalled"] += len(ids)
+    return len(ids)

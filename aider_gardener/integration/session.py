@@ -1,0 +1,289 @@
+"""One Aider process's gardener: the config, the store, and the side table of messages.
+
+Aider sends the message dicts in ``done_messages``/``cur_messages`` to litellm as they are, so
+nothing of ours may live in them. What the gardener knows about a message (its class, stored
+entry, summary, age, state) lives here, keyed by the identity of the dict; a message that is
+swapped for its summary is a *new* dict put in its list slot, and its record moves with it.
+
+The session outlives coders: Aider creates a new coder on every mode switch, and state set on a
+coder after ``__init__`` is lost; the session travels in ``GardenCommands`` (see commands.py).
+
+Every piece of gardener work runs through ``attempt``: an exception becomes one warning per kind
+of step and the step's neutral result, so Aider carries on as if the gardener were not there.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import contextvars
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, TypeVar
+
+from .options import GardenerConfig
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Share of the model's input window that chat history may use before eviction starts, when no
+# --gardener-budget is given. The rest is system prompt, repo map, files and the reply.
+BUDGET_SHARE = 0.25
+MIN_BUDGET = 2048
+DEFAULT_WINDOW = 32768
+
+_PASSIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("gardener_passive", default=False)
+
+
+@contextlib.contextmanager
+def passive_coders() -> Iterator[None]:
+    """Coders created inside this block are helpers (the architect's editor, the ``/lint``
+    clone, ``/help``): they run plain Aider and never touch the session."""
+    token = _PASSIVE.set(True)
+    try:
+        yield
+    finally:
+        _PASSIVE.reset(token)
+
+
+def creating_passive() -> bool:
+    return _PASSIVE.get()
+
+
+@dataclass(eq=False)
+class MessageMeta:
+    """What the gardener knows about one message in the history.
+
+    kind: ``prompt`` (the user's own words, never compressed), ``reply`` (assistant), ``tool``
+        (command, test, web or lint output sent as a user message), ``notice`` (Aider's own
+        user-role notes, e.g. the commit notice), ``filler`` ("Ok."), ``recall`` (originals put
+        back by ``/recall --add``).
+    state: ``full`` (original text in the list), ``summary`` (compressed + handle), ``ref`` (one
+        line naming the stored entry).
+    """
+
+    msg: dict
+    original: str
+    role: str
+    kind: str
+    cls: str
+    turn: int
+    starts_turn: bool = False
+    command: str | None = None
+    entry_id: str | None = None
+    stored: bool = False
+    summary: str = ""
+    tokens_full: int = 0
+    tokens_summary: int = 0
+    tokens_ref: int = 0
+    state: str = "full"
+    keys: tuple[str, ...] = ()
+    last_ref_turn: int = -1
+    pinned: bool = False
+    resolved: bool = False
+    failed: bool = False
+
+    @property
+    def tokens_now(self) -> int:
+        if self.state == "summary":
+            return self.tokens_summary
+        if self.state == "ref":
+            return self.tokens_ref
+        return self.tokens_full
+
+
+@dataclass
+class Hint:
+    """What the caller knows about a message before it enters a list (matched by content)."""
+
+    kind: str | None = None  # None: classify by content
+    command: str | None = None
+    cls: str | None = None
+    starts_turn: bool = False
+    meta: MessageMeta | None = None  # an existing record to move to the new dict
+
+
+@dataclass
+class TurnEvents:
+    """What the gardener did during one request; the status line reports it."""
+
+    throttled: int = 0
+    aged: int = 0
+    summarized: int = 0
+    referenced: int = 0
+    dropped: int = 0
+    recalled: int = 0
+    hard: bool = False
+    reported: bool = False
+
+    def any(self) -> bool:
+        return bool(
+            self.throttled
+            or self.aged
+            or self.summarized
+            or self.referenced
+            or self.dropped
+            or self.recalled
+        )
+
+
+@dataclass
+class GardenerSession:
+    config: GardenerConfig
+    store: Any = None
+    table: dict[int, MessageMeta] = field(default_factory=dict)
+    hints: dict[str, Hint] = field(default_factory=dict)
+    key_index: dict[str, list[MessageMeta]] = field(default_factory=dict)
+    turn: int = 0
+    last_user_turn: int = 0
+    io: Any = None
+    events: TurnEvents = field(default_factory=TurnEvents)
+    stats: Counter = field(default_factory=Counter)
+    last_reply: MessageMeta | None = None
+    compiled: dict[MessageMeta, str] = field(default_factory=dict)  # incremental: meta -> line
+    compiled_floor: MessageMeta | None = None  # incremental: first line still in the summary
+    warned: set[str] = field(default_factory=set)
+    store_failed: bool = False
+    rag_ids: list[str] = field(default_factory=list)
+
+    # -- safety --------------------------------------------------------------------------------
+
+    def warn_once(self, key: str, message: str) -> None:
+        if key in self.warned:
+            return
+        self.warned.add(key)
+        log.warning(message)
+        try:
+            if self.io is not None:
+                self.io.tool_warning(message)
+        except Exception:  # noqa: BLE001 - a broken io must not turn a warning into a crash
+            pass
+
+    def attempt(self, step: str, fn: Callable[..., T], *args: Any, default: Any = None, **kw) -> T:
+        """Run one step of gardener work; on any exception warn once for this step and return
+        ``default`` (the caller then does what plain Aider would)."""
+        try:
+            return fn(*args, **kw)
+        except Exception as err:  # noqa: BLE001 - the gardener must never crash Aider
+            self.stats[f"failed_{step}"] += 1
+            self.warn_once(
+                f"step:{step}",
+                f"gardener: {step} failed ({type(err).__name__}: {err}); continuing without it",
+            )
+            return default
+
+    # -- the store -----------------------------------------------------------------------------
+
+    def open_store(self, coder: Any) -> Any:
+        """The store, opened on first use (so a failing store costs nothing until needed and
+        its failure is one warning, after which the gardener runs without it)."""
+        if self.store is not None or self.store_failed:
+            return self.store
+        cfg = self.config
+        try:
+            from ..store import open_store
+
+            self.store = open_store(
+                cfg.store,
+                root=getattr(coder, "root", None),
+                scope=cfg.scope,
+                vectors=cfg.vectors,
+                chroma_url=cfg.chroma_url,
+                model=coder.main_model.name,
+                project_root=getattr(coder, "root", None),
+            )
+            atexit.register(self.close)
+        except Exception as err:  # noqa: BLE001
+            self.store_failed = True
+            self.warn_once(
+                "store-open",
+                f"gardener: could not open the store ({type(err).__name__}: {err});"
+                " history stays uncompressed",
+            )
+        return self.store
+
+    def close(self) -> None:
+        store, self.store = self.store, None
+        if store is not None:
+            try:
+                store.close()
+            except Exception as err:  # noqa: BLE001
+                log.debug("gardener: closing the store failed: %s", err)
+
+    # -- the side table ------------------------------------------------------------------------
+
+    def meta(self, msg: Any) -> MessageMeta | None:
+        meta = self.table.get(id(msg))
+        return meta if meta is not None and meta.msg is msg else None
+
+    def add(self, meta: MessageMeta) -> None:
+        self.table[id(meta.msg)] = meta
+        for key in meta.keys:
+            self.key_index.setdefault(key, []).append(meta)
+
+    def rekey(self, meta: MessageMeta, new_msg: dict) -> None:
+        if self.table.get(id(meta.msg)) is meta:
+            del self.table[id(meta.msg)]
+        meta.msg = new_msg
+        self.table[id(new_msg)] = meta
+
+    def discard(self, meta: MessageMeta) -> None:
+        if self.table.get(id(meta.msg)) is meta:
+            del self.table[id(meta.msg)]
+
+    def live(self, meta: MessageMeta) -> bool:
+        return self.table.get(id(meta.msg)) is meta
+
+    def prune(self, keep: set[int]) -> None:
+        """Forget records of messages no longer in any list (``/clear``, dropped pairs)."""
+        for key in [k for k in self.table if k not in keep]:
+            del self.table[key]
+        if sum(len(v) for v in self.key_index.values()) > 4 * max(len(self.table), 64):
+            index: dict[str, list[MessageMeta]] = {}
+            for meta in self.table.values():
+                for key in meta.keys:
+                    index.setdefault(key, []).append(meta)
+            self.key_index = index
+
+    def hint(self, content: str, hint: Hint) -> None:
+        self.hints[content] = hint
+        if len(self.hints) > 64:  # hints for messages that never arrived must not pile up
+            for key in list(self.hints)[:-32]:
+                del self.hints[key]
+
+    def reset_view(self) -> None:
+        """``/clear`` and ``/reset``: forget what was in the chat; the store keeps it all."""
+        self.table.clear()
+        self.key_index.clear()
+        self.compiled.clear()
+        self.compiled_floor = None
+        self.hints.clear()
+        self.last_reply = None
+        self.rag_ids = []
+
+    def entries_in_history(self) -> dict[str, str]:
+        """entry id -> the state it is in within the live history."""
+        out: dict[str, str] = {}
+        for meta in self.table.values():
+            if meta.entry_id:
+                prev = out.get(meta.entry_id)
+                if prev != "full":
+                    out[meta.entry_id] = meta.state
+        return out
+
+    # -- budget --------------------------------------------------------------------------------
+
+    def budget(self, coder: Any) -> int:
+        if self.config.budget:
+            return int(self.config.budget)
+        window = window_of(coder) or DEFAULT_WINDOW
+        return max(MIN_BUDGET, int(window * BUDGET_SHARE))
+
+
+def window_of(coder: Any) -> int:
+    try:
+        return int(coder.main_model.info.get("max_input_tokens") or 0)
+    except Exception:  # noqa: BLE001
+        return 0

@@ -1,0 +1,77 @@
+"""``aider-gardener``: Aider 0.86.2 with every coder gardened.
+
+This *is* ``aider.main.main``, run with two substitutions in its module: ``get_parser`` returns
+Aider's parser plus the ``gardener`` option group, and ``Commands`` builds our ``GardenCommands``.
+Everything else (every Aider flag, ``.aider.conf.yml``, ``.env``, ``AIDER_*`` variables, the
+SwitchCoder loop) is Aider's own code, so it behaves exactly as in ``aider``; our options work
+the same ways (``--gardener-mode``, ``gardener-mode:``, ``AIDER_GARDENER_MODE``).
+
+The ``Commands`` factory is the first point where the arguments are final (after ``.env`` was
+loaded) and before any coder exists, so it is where the mode is decided: ``off`` returns Aider's
+plain ``Commands`` and leaves the coder registry untouched, so Aider runs unmodified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, Iterator
+
+from . import offline  # noqa: F401  (before aider/litellm load)
+
+
+def make_commands(io: Any, coder: Any, *args: Any, **kwargs: Any) -> Any:
+    """Stands in for ``aider.commands.Commands`` inside ``aider.main``."""
+    from aider.commands import Commands
+
+    from .integration.commands import GardenCommands
+    from .integration.options import config_from_args
+    from .integration.registry import garden_coders, restore_coders
+
+    config = config_from_args(kwargs.get("args"))
+    if config.mode == "off":
+        restore_coders()
+        return Commands(io, coder, *args, **kwargs)
+    garden_coders()
+    return GardenCommands(io, coder, *args, **kwargs)
+
+
+def gardener_parser(default_config_files: list[str], git_root: str | None) -> Any:
+    """Aider's parser with the ``gardener`` group added."""
+    from aider.args import get_parser
+
+    from .integration.options import add_gardener_group
+
+    return add_gardener_group(get_parser(default_config_files, git_root))
+
+
+@contextlib.contextmanager
+def patched_aider_main() -> Iterator[Any]:
+    import aider.main as aider_main
+
+    saved = (aider_main.get_parser, aider_main.Commands)
+    aider_main.get_parser = gardener_parser
+    aider_main.Commands = make_commands
+    try:
+        yield aider_main
+    finally:
+        aider_main.get_parser, aider_main.Commands = saved
+
+
+def main(argv=None, input=None, output=None, force_git_root=None, return_coder=False):
+    """Same signature and result as ``aider.main.main``. The coder registry stays gardened
+    after it returns (a returned coder may still switch modes); tests restore it with
+    ``integration.registry.gardened()`` or ``restore_coders()``."""
+    with patched_aider_main() as aider_main:
+        return aider_main.main(
+            argv,
+            input=input,
+            output=output,
+            force_git_root=force_git_root,
+            return_coder=return_coder,
+        )
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.exit(status)

@@ -1,0 +1,111 @@
+"""End to end, as a user: ``aider-gardener`` in a pseudo-terminal against a stub model.
+
+The stub is Aider's own mechanism: a model-settings file whose ``extra_params`` carry litellm's
+``mock_response``, so the real CLI, input loop, streaming and commands all run; no network.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+pytestmark = pytest.mark.slow
+
+REPLY = "Stub model reply: parse converts text to int."
+SCRIPT = (
+    "echo 'starting nightly import'\n"
+    "echo 'ERROR ZebraTimeout in app/frobnicate.py:42 after 30s'\n"
+    'i=0; while [ $i -lt 1500 ]; do echo "INFO imported row $i of batch 7"; i=$((i+1)); done\n'
+)
+
+
+def _cli() -> list[str]:
+    exe = Path(sys.executable).with_name("aider-gardener")
+    if exe.exists():
+        return [str(exe)]
+    return [sys.executable, "-m", "aider_gardener.main"]
+
+
+@pytest.fixture
+def workspace(tmp_path, _aider_model_cache):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "config", "user.email", "t@example.com"], cwd=repo, check=True)
+    subprocess.run(["git", "config", "user.name", "Test"], cwd=repo, check=True)
+    (repo / "app.py").write_text("def parse(x):\n    return int(x)\n")
+    (repo / "import.sh").write_text(SCRIPT)
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=repo, check=True)
+    home = tmp_path / "home"
+    cache = home / ".aider" / "caches"
+    cache.mkdir(parents=True)
+    shutil.copyfile(_aider_model_cache, cache / _aider_model_cache.name)
+    settings = tmp_path / "settings.yml"
+    settings.write_text(f'- name: gpt-4o\n  extra_params:\n    mock_response: "{REPLY}"\n')
+    return repo, home, settings
+
+
+def test_a_session_in_a_terminal(workspace):
+    repo, home, settings = workspace
+    env = dict(os.environ, HOME=str(home), OPENAI_API_KEY="sk-test", TERM="dumb", COLUMNS="200")
+    env.pop("AIDER_SANITY_CHECK_TURNS", None)
+    cmd = _cli() + [
+        "--model",
+        "gpt-4o",
+        "--model-settings-file",
+        str(settings),
+        "--no-gardener-vectors",
+        "--gardener-max-output",
+        "300",
+        "--yes-always",
+        "--no-pretty",
+        "--no-fancy-input",
+        "--no-show-model-warnings",
+        "--no-auto-commits",
+    ]
+    child = pexpect.spawn(
+        cmd[0], cmd[1:], cwd=str(repo), env=env, encoding="utf-8", timeout=120, dimensions=(50, 200)
+    )
+    try:
+        child.expect("> ")
+        child.sendline("what does parse do?")
+        child.expect("Stub model reply")
+        child.expect("> ")
+
+        child.sendline("/run sh import.sh")
+        child.expect(
+            r"output compressed from ([\d,]+) to ([\d,]+) tokens \(full text: /recall (\w+)\)"
+        )
+        before, after, entry_id = child.match.groups()
+        assert int(after.replace(",", "")) * 5 < int(before.replace(",", ""))
+        child.expect("> ")
+
+        child.sendline("why did the import fail?")
+        child.expect("Stub model reply")
+        child.expect("> ")
+
+        child.sendline("/context-pressure")
+        child.expect("Recommendation: ")
+        report = child.before
+        child.expect("> ")
+
+        child.sendline("/recall ZebraTimeout")
+        child.expect(entry_id)
+        child.expect("> ")
+
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    for part in ("window 128,000", "system prompt", "chat history", "total prompt", "Store ("):
+        assert part in report
+    assert "(summary)" in report  # the throttled output, listed by class and state
+    assert (repo / ".aider.gardener" / "store.sqlite").exists()

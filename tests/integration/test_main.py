@@ -1,0 +1,102 @@
+"""The ``aider-gardener`` entry point: Aider's own main, our option group, our Commands."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from aider_gardener.integration.registry import is_gardened
+from aider_gardener.main import gardener_parser, main
+
+BASE = ["--model", "gpt-4o", "--exit", "--yes-always", "--no-show-model-warnings"]
+
+
+def _coder(*extra):
+    return main([*BASE, "--no-gardener-vectors", *extra], return_coder=True)
+
+
+def test_default_is_gardened_rag(garden, repo):
+    coder = _coder()
+    assert is_gardened(coder) and type(coder).__name__ == "GardenedEditBlockCoder"
+    assert type(coder.commands).__name__ == "GardenCommands"
+    cfg = coder.gardener.config
+    assert cfg.mode == "rag" and cfg.evicts and cfg.rag and not cfg.vectors
+    assert cfg.scope == "project" and cfg.budget is None
+    coder.gardener.close()
+
+
+def test_mode_off_is_plain_aider(garden, repo):
+    import aider.coders as coders
+    from aider.commands import Commands
+
+    coder = main([*BASE, "--gardener-mode", "off"], return_coder=True)
+    assert not is_gardened(coder) and type(coder).__name__ == "EditBlockCoder"
+    assert type(coder.commands) is Commands
+    assert not any(is_gardened(c) for c in coders.__all__)
+    assert type(coder.summarizer).__name__ == "ChatSummary"
+
+
+def test_aider_flags_still_work(garden, repo):
+    coder = _coder("--edit-format", "whole", "--map-tokens", "0", "app.py")
+    assert type(coder).__name__ == "GardenedWholeFileCoder"
+    assert coder.get_inchat_relative_files() == ["app.py"]
+    coder.gardener.close()
+
+
+def test_environment_config_file_and_dotenv(garden, repo, monkeypatch):
+    monkeypatch.setenv("AIDER_GARDENER_MODE", "evict")
+    monkeypatch.setenv("AIDER_GARDENER_BUDGET", "5000")
+    (repo / ".aider.conf.yml").write_text("gardener-recent-turns: 5\ngardener-scope: session\n")
+    (repo / ".env").write_text("AIDER_GARDENER_MAX_OUTPUT=700\n")
+    coder = _coder()
+    cfg = coder.gardener.config
+    assert (cfg.mode, cfg.budget, cfg.recent_turns, cfg.scope, cfg.max_output) == (
+        "evict",
+        5000,
+        5,
+        "session",
+        700,
+    )
+    coder.gardener.close()
+
+
+def test_command_line_beats_environment(garden, repo, monkeypatch):
+    monkeypatch.setenv("AIDER_GARDENER_MODE", "evict")
+    coder = _coder("--gardener-mode", "incremental", "--gardener-rag-tokens", "300")
+    assert coder.gardener.config.mode == "incremental"
+    assert coder.gardener.config.rag_tokens == 300
+    coder.gardener.close()
+
+
+def test_parser_matches_aider_for_aider_flags():
+    from aider.args import get_parser
+
+    argv = ["--model", "gpt-4o", "--edit-format", "diff", "--no-auto-commits", "x.py"]
+    ours = vars(gardener_parser([], None).parse_args(argv))
+    theirs = vars(get_parser([], None).parse_args(argv))
+    assert {k: v for k, v in ours.items() if not k.startswith("gardener_")} == theirs
+    assert ours["gardener_mode"] == "rag"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["--gardener-mode", "sometimes"], ["--gardener-budget", "-5"], ["--gardener-scope", "x"]],
+)
+def test_bad_values_are_rejected(bad):
+    with pytest.raises(SystemExit):
+        gardener_parser([], None).parse_args(bad)
+
+
+def test_help_lists_the_gardener_group():
+    out = subprocess.run(
+        [sys.executable, "-m", "aider_gardener.main", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "gardener:" in out.stdout
+    assert "--gardener-mode {off,evict,rag,incremental}" in out.stdout
+    assert "--model MODEL" in out.stdout  # Aider's own flags are all there

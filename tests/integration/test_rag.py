@@ -1,0 +1,86 @@
+"""Session RAG: recalled context reaches the request as one pair, never the shared history."""
+
+from __future__ import annotations
+
+from aider_gardener.integration.rag import HEADER, REPLY, recall_pair
+from aider_gardener.store import Store
+from aider_gardener.tokens import count_tokens
+from aider_gardener.types import Source
+from tests.integration.helpers import history_of, text_of
+
+ERROR = (
+    "Traceback (most recent call last):\n"
+    '  File "app/frobnicate.py", line 42, in frobnicate\n'
+    "    wait_for(lock, timeout=30)\n"
+    "ZebraTimeout: lock on /var/run/zebra.lock not released after 30s\n"
+)
+
+
+def _earlier_session(store_dir, *texts):
+    """Entries a previous aider-gardener session stored in this project."""
+    store = Store(store_dir, vectors=False)
+    ids = [store.ingest(t, Source(role="tool", command="python -m app")).id for t in texts]
+    store.close()
+    return ids
+
+
+def _rag_request(request):
+    for i, msg in enumerate(request):
+        if msg["role"] == "user" and msg["content"].startswith(HEADER):
+            assert request[i + 1] == {"role": "assistant", "content": REPLY}
+            return msg["content"]
+    return None
+
+
+def test_recalls_an_earlier_session_into_the_request_only(make_coder, llm, tmp_path, capsys):
+    [eid] = _earlier_session(tmp_path / "store", ERROR)
+    coder = make_coder()
+    done, cur = coder.done_messages, coder.cur_messages
+    llm.replies = ["The zebra lock is held by another process."]
+    coder.run(with_message="why does frobnicate fail with ZebraTimeout?")
+    block = _rag_request(llm.last)
+    assert block is not None and f"id={eid}" in block and "ZebraTimeout" in block
+    # the pair sits after the history, before the chat files and the new message
+    assert history_of(llm.last)[-1]["content"].startswith("why does frobnicate")
+    # the shared lists never saw it
+    assert coder.done_messages is done and coder.cur_messages is cur
+    assert HEADER not in text_of(done + cur)
+    assert "1 recalled" in capsys.readouterr().out
+
+
+def test_skips_what_is_already_in_the_prompt(make_coder, llm, repo):
+    (repo / "err.txt").write_text(ERROR)
+    coder = make_coder()
+    coder.commands.cmd_run("cat err.txt")  # small: enters the chat verbatim
+    llm.replies = ["Another process holds the lock."]
+    coder.run(with_message="why does frobnicate fail with ZebraTimeout?")
+    assert _rag_request(llm.last) is None
+    assert text_of(llm.last).count("ZebraTimeout: lock on") == 1
+
+
+def test_unrelated_entries_are_not_injected(make_coder, llm, tmp_path):
+    _earlier_session(tmp_path / "store", "INFO nightly backup of the photo album finished\n" * 3)
+    coder = make_coder()
+    llm.replies = ["Sure."]
+    coder.run(with_message="rename the parse function in app.py to parse_int")
+    assert _rag_request(llm.last) is None
+
+
+def test_respects_rag_token_budget(make_coder, tmp_path):
+    texts = [ERROR + f"attempt {i}: " + "retrying zebra lock " * 150 + "\n" for i in range(4)]
+    _earlier_session(tmp_path / "store", *texts)
+    coder = make_coder(rag_tokens=400)
+    coder.gardener.open_store(coder)
+    pair, ids = recall_pair(coder.gardener, coder, "ZebraTimeout in frobnicate retrying zebra lock")
+    assert ids, "something fits in 400 tokens"
+    assert count_tokens(pair[0]["content"]) + count_tokens(pair[1]["content"]) <= 400
+    none, no_ids = recall_pair(coder.gardener, coder, "")
+    assert none == [] and no_ids == []
+
+
+def test_evict_mode_does_not_recall(make_coder, llm, tmp_path):
+    _earlier_session(tmp_path / "store", ERROR)
+    coder = make_coder(mode="evict")
+    llm.replies = ["Ok."]
+    coder.run(with_message="why does frobnicate fail with ZebraTimeout?")
+    assert _rag_request(llm.last) is None
