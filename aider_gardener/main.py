@@ -62,6 +62,7 @@ def main(argv=None, input=None, output=None, force_git_root=None, return_coder=F
     """Same signature and result as ``aider.main.main``. The coder registry stays gardened
     after it returns (a returned coder may still switch modes); tests restore it with
     ``integration.registry.gardened()`` or ``restore_coders()``."""
+    offline.keep_aider_offline()
     with patched_aider_main() as aider_main:
         return aider_main.main(
             argv,

@@ -51,3 +51,18 @@ def apply() -> None:
 
 
 apply()
+
+
+def keep_aider_offline() -> None:
+    """Aider 0.86.2 downloads litellm's model price list from GitHub whenever its copy under
+    ``~/.aider/caches`` is missing or a day old. litellm ships the same file (and
+    LITELLM_LOCAL_MODEL_COST_MAP makes litellm use it), so Aider is given that instead: the same
+    data, no request. Applied by ``aider-gardener`` in every mode, ``off`` included."""
+    from aider import models
+
+    def _update_cache(self) -> None:
+        import litellm
+
+        self.content = dict(litellm.model_cost)
+
+    models.ModelInfoManager._update_cache = _update_cache
