@@ -3,6 +3,11 @@
 ``compress`` is the one entry point the store, the Aider integration and the CLI use. Its
 guarantees, tested on real outputs: the summary is never longer than the original (in characters
 or tokens), compressing a summary again changes nothing, and no input raises.
+
+A split input must not cost more than a whole one, so three steps look across segments: a test
+run is detected and parsed once on the whole text (its slices are compressed knowing the runner,
+and one line states the run's counts at the end); a slice that would come out longer in tokens is
+kept as printed; repeated failure sections collapse to pointers (``compress/dedupe.py``).
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ import logging
 from dataclasses import replace
 
 from .classify import segment as split_segments
-from .compress import COMPRESSORS, run_compressor
+from .compress import COMPRESSORS, run_compressor, testrun
 from .compress.base import strip_ansi
+from .compress.dedupe import dedupe_failures
 from .compress.large import LARGE_CHARS, compress_large
 from .sanitize import decode
 from .tokens import count_tokens
@@ -78,16 +84,65 @@ def compress(
     else:
         segs = split_segments(text, source)
 
-    outs = []
+    run = _whole_run(text, segs, source)
+    base_opts = replace(opts, test_runner=run.runner) if run else opts
+    outs: list[Compressed | str] = []
     for seg in segs:
         fn = COMPRESSORS.get(seg.cls)
         if fn is None or not seg.text.strip():  # prompts and blank runs stay verbatim
             outs.append(seg.text)
             continue
-        seg_opts = opts if not seg.meta.get("path") else _with_path(opts, seg.meta["path"])
+        path = seg.meta.get("path")
+        seg_opts = _with_path(base_opts, path) if path else base_opts
         outs.append(run_compressor(seg.cls.value, fn, seg.text, seg_opts))
+    if len(segs) > 1:
+        outs = [_no_worse(seg, out, opts.model) for seg, out in zip(segs, outs)]
+        outs = dedupe_failures(segs, outs)
     summary = _join(segs, outs)
+    if run:
+        summary = _with_run_summary(summary, run)
     return _result(original, summary, segs, outs, notes, opts, raw)
+
+
+def _whole_run(text: str, segs: list[Segment], source: Source) -> testrun.TestRun | None:
+    """The test run a split tool output is, parsed once on the whole text.
+
+    Segments are slices: the counts sit in the last one, the failure sections in the middle, so
+    detection and the run's summary belong to the whole. Only for tool output split into several
+    segments, none of them a prompt or an edit (those make it a chat message quoting a run, not
+    the run), and only when the parse found something to report."""
+    if len(segs) < 2 or source.role in ("user", "assistant"):
+        return None
+    classes = {seg.cls for seg in segs}
+    if ContentClass.LOG not in classes or classes & {ContentClass.PROMPT, ContentClass.EDIT}:
+        return None
+    runner = testrun.detect_runner(text, source.command)
+    if runner is None:
+        return None
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    run = testrun.parse_test_run(lines, runner)
+    return run if (run.counts or run.failures or run.codes) else None
+
+
+def _no_worse(seg: Segment, out: Compressed | str, model: str) -> Compressed | str:
+    """A short slice can come out longer in tokens than it went in (a four-line tail plus a
+    ``[log: …]`` line); the slice as printed is then the better summary of itself."""
+    if isinstance(out, str) or out.text == seg.text or len(out.text) < 0.5 * len(seg.text):
+        return out
+    if count_tokens(out.text, model) >= count_tokens(seg.text, model):
+        return Compressed(seg.text, {**out.counts, "kept_verbatim": 1})
+    return out
+
+
+def _with_run_summary(summary: str, run: testrun.TestRun) -> str:
+    """One line for the whole run: the runner's counts, and any failing id no segment shows."""
+    lines = [f"[{run.summary()}]"]
+    missing = [t for t in run.failed_ids() if t not in summary]
+    if missing:
+        lines.insert(0, "failing (not shown above): " + ", ".join(missing))
+    return summary.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
 
 
 def _with_path(opts: CompressOptions, path: str) -> CompressOptions:
@@ -98,6 +153,8 @@ def _join(segs: list[Segment], outs: list) -> str:
     parts = []
     for seg, out in zip(segs, outs):
         body = out if isinstance(out, str) else out.text
+        if not body and seg.text:  # folded into a neighbour's line by de-duplication
+            continue
         if seg.text.endswith("\n") and not body.endswith("\n"):
             body += "\n"
         parts.append(body)

@@ -51,6 +51,11 @@ class CompressOptions:
         compressor; library frames are collapsed.
     entry_id: the id the original is stored under, for compressors that cite it inline
         (``edited path: +A -R lines (id=...)``); set by the pipeline.
+    test_runner: set by the pipeline when it split one test runner's output into segments: the
+        runner detected once on the whole text. A segment compressor then parses its slice with
+        that runner instead of guessing from a fragment, and leaves the run's counts and failing
+        ids to the single summary line the pipeline appends (a head segment would otherwise say
+        "no counts found" while the counts sit in the last segment).
     """
 
     model: str = "gpt-4o"
@@ -59,6 +64,7 @@ class CompressOptions:
     keep_keys: frozenset[str] = frozenset()
     project_root: str | None = None
     entry_id: str | None = None
+    test_runner: str | None = None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from aider_gardener.pipeline import compress, entry_id
 from aider_gardener.types import HANDLE_PREFIX, ContentClass, Source
 from tests.conftest import tool_output_files
+from tests.critical_facts import failing_tests, missing_facts
 
 FILES = tool_output_files()
 
@@ -114,7 +116,10 @@ def test_malformed_json_and_unparseable_code():
 
 @pytest.mark.skipif(os.environ.get("GARDENER_SKIP_HUGE") == "1", reason="GARDENER_SKIP_HUGE=1")
 def test_hundred_megabyte_output_is_compressed_not_crashed():
-    block = "".join(f"2026-01-01 12:00:{i % 60:02d} INFO worker {i} processed item {i * 7}\n" for i in range(1000))
+    block = "".join(
+        f"2026-01-01 12:00:{i % 60:02d} INFO worker {i} processed item {i * 7}\n"
+        for i in range(1000)
+    )
     text = block * 1800 + "ERROR worker 3 crashed: out of memory\n" + block * 10
     assert len(text) > 100_000_000
     result = compress(text, source=Source(role="tool"))
@@ -140,3 +145,165 @@ def test_any_text_never_raises_never_grows_and_is_idempotent(text, role, path):
     result = compress(text, source=Source(role=role, path=path))
     assert result.tokens_summary <= result.tokens_original
     assert compress(result.summary).summary == result.summary
+
+
+# --------------------------------------------------------------------------- split test runs
+
+RUN_LINE = re.compile(r"^\[(?:pytest|unittest|jest|go|cargo|maven|tsc|cypress|bun): ")
+
+
+def _verbose_pytest_log(n_failed: int = 6) -> tuple[str, list[str]]:
+    """pytest -v with live logs: parametrized cases failing the same way, one section each."""
+    ids = [f"test_load[case{k}]" for k in range(n_failed)]
+    lines = [
+        "============================= test session starts ==============================",
+        "platform linux -- Python 3.11.7, pytest-8.2.0, pluggy-1.5.0",
+        "collected 40 items",
+        "",
+    ]
+    lines += [f"tests/test_io.py::test_ok_{k} PASSED{' ' * 40}[{k * 2:3d}%]" for k in range(30)]
+    for k, test_id in enumerate(ids):
+        lines += [f"tests/test_io.py::{test_id} ", f"FAILED{' ' * 67}[{60 + k * 3:3d}%]"]
+    lines += [
+        "",
+        "=================================== FAILURES ===================================",
+    ]
+    for k, test_id in enumerate(ids):
+        lines += [
+            f"_______________________________ {test_id} ________________________________",
+            "",
+            f"path = '/tmp/data{k}.csv'",
+            "",
+            "    def test_load(path):",
+            ">       rows = load(path)",
+            "",
+            "tests/test_io.py:14: ",
+            "_ " * 40,
+            "",
+            f"self = <app.io.Loader object at 0x7f00{k:04x}>",
+            "",
+            "    def load(self, path):",
+            "        with open(path) as fh:",
+            ">           return parse(fh.read())",
+            "E           ValueError: header row missing",
+            "",
+            "app/io.py:33: ValueError",
+        ]
+    lines.append("=========================== short test summary info ============================")
+    lines += [f"FAILED tests/test_io.py::{t} - ValueError: header row missing" for t in ids]
+    lines.append(
+        f"===================== {n_failed} failed, 30 passed in 1.23s ====================="
+    )
+    return "\n".join(lines) + "\n", ids
+
+
+def test_a_split_test_log_gets_one_summary_of_the_whole_run():
+    text, _ = _verbose_pytest_log()
+    result = compress(text, source=Source(role="tool"))
+    classes = [s.segment.cls for s in result.segments]
+    assert classes.count(ContentClass.ERROR) == 6 and ContentClass.LOG in classes  # really split
+    lines = result.summary.splitlines()
+    run_lines = [x for x in lines if RUN_LINE.match(x)]
+    assert run_lines == [lines[-2]]  # once, right above the recall handle
+    assert run_lines[0].startswith("[pytest: 6 failed, 30 passed")
+    assert "no counts found" not in result.summary
+    assert not any(x.startswith("[log: ") and "pytest" in x for x in lines)  # no per-slice counts
+    _check_invariants(result)
+
+
+def test_identical_failures_across_segments_collapse_and_every_id_is_named():
+    text, ids = _verbose_pytest_log()
+    result = compress(text, source=Source(role="tool"))
+    lines = result.summary.splitlines()
+    assert sum(x.startswith("E ") for x in text.splitlines()) == len(ids)
+    assert sum(x.startswith("E ") for x in lines) == 1
+    group = next(x for x in lines if x.startswith("[×5 failures identical to the one above: "))
+    assert all(test_id in group for test_id in ids[1:])
+    assert not missing_facts(text, result.summary)
+
+
+def test_progress_markers_of_a_verbose_run_collapse():
+    text, ids = _verbose_pytest_log()
+    result = compress(text, source=Source(role="tool"))
+    lines = result.summary.splitlines()
+    assert f"[×{len(ids)}] FAILED [<n>%]" in lines
+    assert not any(re.match(r"^FAILED\s+\[\s*\d+%\]$", x) for x in lines)
+
+
+def test_outputs_that_are_no_test_run_get_no_run_summary():
+    app = [
+        f"2024-05-01 12:00:{k % 60:02d} [INFO] worker {k} handled request {k * 7}"
+        for k in range(80)
+    ]
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/main.py", line 9, in run\n'
+        '    raise RuntimeError("worker pool exhausted")\n'
+        "RuntimeError: worker pool exhausted\n"
+    )
+    text = "\n".join(app[:40]) + "\n" + trace + "\n".join(app[40:]) + "\n"
+    result = compress(text, source=Source(role="tool"))
+    assert len(result.segments) > 1
+    assert not any(RUN_LINE.match(x) for x in result.summary.splitlines())
+    pasted, _ = _verbose_pytest_log()
+    result = compress(pasted, source=Source(role="user"))  # pasted by the user: not our summary
+    assert not any(RUN_LINE.match(x) for x in result.summary.splitlines())
+
+
+def test_real_streamline_log_split_compresses_close_to_whole(tool_outputs_dir):
+    text = (tool_outputs_dir / "pytest_long_warnings__STREAMLINE.log").read_text()
+    split = compress(text, source=Source(role="tool"))
+    whole = compress(text, source=Source(role="tool"), cls=ContentClass.LOG)
+    assert sum(s.segment.cls is ContentClass.ERROR for s in split.segments) >= 17
+    assert split.tokens_summary < 1.5 * whole.tokens_summary
+    lines = split.summary.splitlines()
+    group = next(x for x in lines if x.startswith("[×16 failures identical to the one above: "))
+    assert group.count("test_valid_model_runner[") == 16
+    assert sum(bool(RUN_LINE.match(x)) for x in lines) == 1
+    assert "no counts found" not in split.summary
+    assert failing_tests(text) and not missing_facts(text, split.summary)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pytest_failures_typeerror__X_Ray_LLM.log",
+        "jest_nestjs__neural-ticker-core.txt",
+        "maven_cucumber_java__simple-dtu-pay.txt",
+        "pytest_importerror__ha-whatsapp.log",
+    ],
+)
+def test_real_split_runs_have_one_run_line_and_no_slice_counts(tool_outputs_dir, name):
+    text = (tool_outputs_dir / name).read_text(encoding="utf-8", errors="replace")
+    result = compress(text, source=Source(role="tool"))
+    assert len(result.segments) > 1
+    lines = result.summary.splitlines()
+    assert sum(bool(RUN_LINE.match(x)) for x in lines) == 1
+    assert not any(x.startswith("[log: ") and " | " in x for x in lines)
+    for seg in result.segments:  # no slice comes out longer in tokens than it went in
+        assert seg.tokens_summary <= seg.tokens_original
+
+
+def test_real_repeated_same_exception_keeps_each_failing_statement(tool_outputs_dir):
+    text = (tool_outputs_dir / "pytest_failures_typeerror__X_Ray_LLM.log").read_text()
+    result = compress(text, source=Source(role="tool"))
+    lines = result.summary.splitlines()
+    repeated = (
+        "E       TypeError: build_json_report() takes 2 positional arguments but 7 were given"
+    )
+    assert text.splitlines().count(repeated) == 6
+    assert lines.count(repeated) == 1
+    assert (
+        sum(x.startswith("[same exception as TestJSONReport.test_basic_structure") for x in lines)
+        == 5
+    )
+    for line in text.splitlines():
+        if line.startswith(">") or re.match(r"^tests\\\S+\.py:\d+: ", line):
+            assert line in lines, line
+    assert result.tokens_summary < 0.5 * result.tokens_original
+
+
+def test_benchmark_split_pytest_log(benchmark, tool_outputs_dir):
+    data = (tool_outputs_dir / "pytest_long_warnings__STREAMLINE.log").read_bytes()
+    result = benchmark(compress, data, Source(role="tool"))
+    assert result.tokens_summary < result.tokens_original

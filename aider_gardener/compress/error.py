@@ -59,6 +59,14 @@ _PYTEST_FAIL_LINE = re.compile(r"^>\s{3}")
 _PYTEST_E = re.compile(r"^E(?:\s|$)")
 _PYTEST_PARAM = re.compile(r"^[A-Za-z_]\w* = ")
 _SOURCE_DEF = re.compile(r"^\s*(?:async\s+def|def|class)\b")
+_SHORT_SEPARATOR = "_ _ _ _ _"
+_LONG_SEPARATOR = re.compile(r"^(?:_ ){5,}_?\s*$")
+_REPR = r"<(?:[^<>\n]|<[^<>\n]*>)*? at 0x[0-9a-fA-F]+>"
+_ADDRESS_ARGS = re.compile(rf"^[A-Za-z_]\w* = {_REPR}(?:, [A-Za-z_]\w* = {_REPR})*\s*$")
+_CODE_FRAME = re.compile(r"^\s*>?\s*\d+ \|")  # jest/babel: "    > 36 |   code", "      37 |"
+_CODE_FRAME_FAIL = re.compile(r"^\s*>\s*\d+ \|")
+_CODE_FRAME_CARET = re.compile(r"^\s+\|[\s^~]*$")
+CODE_FRAME_MIN = 3  # shorter frames are left alone
 _PATH_REF = re.compile(r"[\w.-]\.[A-Za-z]{1,5}[:(]\d")
 _EXC_LIKE = re.compile(r"^[A-Za-z_][\w.]*(?::\s.*|:)?$")
 _PY_KEYWORDS = frozenset(
@@ -174,6 +182,7 @@ Item = str | _Frame
 def compress_error(text: str, opts: CompressOptions) -> Compressed:
     lines = text.split("\n")
     lines, pytest_cut = _trim_pytest_entries(lines, opts.project_root)
+    lines, noise_cut = _drop_noise(lines)
     items = _parse(lines, opts.project_root)
     if opts.hot:
         _keep_hot(items, opts.hot)
@@ -186,6 +195,7 @@ def compress_error(text: str, opts: CompressOptions) -> Compressed:
         "frames_collapsed": collapsed,
         "frames_repeated": repeated,
         "pytest_lines_cut": pytest_cut,
+        "noise_lines_cut": noise_cut,
     }
     if len(result) >= len(text):
         return Compressed(text, counts)
@@ -198,9 +208,7 @@ def _keep_hot(items: list[Item], hot: frozenset[str]) -> None:
     words = sorted((h for h in hot if h.strip()), key=len, reverse=True)
     if not words:
         return
-    pattern = re.compile(
-        r"(?<!\w)(?:" + "|".join(re.escape(w.strip()) for w in words) + r")(?!\w)"
-    )
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w.strip()) for w in words) + r")(?!\w)")
     for item in items:
         if isinstance(item, _Frame) and item.place and any(pattern.search(x) for x in item.lines):
             item.place = None
@@ -335,6 +343,55 @@ def _trim_pytest_entries(lines: list[str], root: str | None) -> tuple[list[str],
         if i not in drop:
             out.append(line)
     return out, len(drop)
+
+
+# --- noise that says nothing the rest of the entry does not -----------------------------------
+
+
+def _drop_noise(lines: list[str]) -> tuple[list[str], int]:
+    """Three kinds of line carry no fact, only bulk:
+
+    * pytest's frame separator ``_ _ _ …`` is 80 characters and about 40 tokens; a short one
+      separates frames just as well (and still reads as a separator on a second pass);
+    * a pytest argument line whose every value is a default repr with an address
+      (``self = <pkg.Cls object at 0x7fd…>``) names a type the entry's header and location
+      already name, plus an address that changes every run;
+    * a jest/babel code frame prints the failing line with a few lines around it and a caret
+      line; the ``>`` line is the failure and the stack's first own frame gives line and column.
+    """
+    out: list[str] = []
+    cut = 0
+    n = len(lines)
+    i = 0
+    while i < n:
+        line = lines[i]
+        if len(line) > len(_SHORT_SEPARATOR) and _LONG_SEPARATOR.match(line):
+            out.append(_SHORT_SEPARATOR)
+            cut += 1
+            i += 1
+            continue
+        if line[:1].isalpha() and " at 0x" in line and _ADDRESS_ARGS.match(line):
+            cut += 1
+            i += 1
+            if out and not out[-1].strip() and i < n and not lines[i].strip():
+                cut += 1  # the blank lines around it would now stand two in a row
+                i += 1
+            continue
+        if _CODE_FRAME.match(line):
+            j = i
+            while j < n and (_CODE_FRAME.match(lines[j]) or _CODE_FRAME_CARET.match(lines[j])):
+                j += 1
+            failing = [k for k in range(i, j) if _CODE_FRAME_FAIL.match(lines[k])]
+            if failing and j - i >= CODE_FRAME_MIN:
+                out.extend(lines[k] for k in failing)
+                cut += j - i - len(failing)
+            else:
+                out.extend(lines[i:j])
+            i = j
+            continue
+        out.append(line)
+        i += 1
+    return (out, cut) if cut else (lines, 0)
 
 
 def _is_marker(line: str) -> bool:

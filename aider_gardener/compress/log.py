@@ -20,6 +20,8 @@ last line therefore shows verbatim), and one summary line closes the output:
 ``[log: N lines, M errors, K warnings, timespan a..b | pytest: 8 failed, 105 passed]``.
 Whatever the budgets cut, a final check brings back one line for every own ``path:line``, error
 code and exception name that would otherwise be missing, and names any failing test not shown.
+When the text is one slice of a test run the pipeline split (``opts.test_runner``), the slice is
+parsed with that runner and the run's counts and failing ids are left to the pipeline's one line.
 
 Speed matters because this runs on every command output: digits are masked for the whole text at
 once with ``str.translate`` plus one regex, candidate error lines are found with a literal
@@ -196,6 +198,7 @@ _PRETTY = [
 ]
 
 _HEX0X = re.compile(r"0x[0-9a-fA-F]+")
+_PROGRESS_PCT = re.compile(r"\s*\[\s*\d{1,3}%\]\s*$")  # with its padding, which only aligns it
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b")
 _SUMMARY_RE = re.compile(r"^\[log: [\d,]+ lines, [\d,]+ errors, [\d,]+ warnings.*\]$")
 _OMITTED = "… {:,} lines omitted …"
@@ -232,7 +235,10 @@ def compress_log(text: str, opts: CompressOptions) -> Compressed:
     lines = norm.split("\n")
     if lines[-1] == "":
         lines.pop()
-    run = testrun.analyze(norm, lines, opts.source.command)
+    if opts.test_runner in testrun.RUNNERS:  # one segment of a run the pipeline parsed whole
+        run = testrun.parse_test_run(lines, opts.test_runner)
+    else:
+        run = testrun.analyze(norm, lines, opts.source.command)
     return _Compressor(norm, lines, run, opts).compress(text)
 
 
@@ -336,6 +342,7 @@ class _Compressor:
         facts = self._facts(sev, hide)
         keys = _digit_keys(self.norm, n)
         hot = self.hot
+        names_test = _failing_ids_pattern(run)
 
         def visible(i: int) -> bool:
             if not lines[i].strip() or i in hide:
@@ -361,7 +368,11 @@ class _Compressor:
                 omitted.append((i, 1))
                 continue
             if important:
-                key = _light(line)
+                # a line naming a failing test is that test's: masking ``[case3]`` or the
+                # ``test_7`` of its id (digits before "Error:" look like a log prefix) would
+                # merge different tests into one line
+                exact = names_test is not None and i in keep and names_test.search(line)
+                key = "=" + line if exact else _light(line)
                 g = igroups.get(key)
                 if g is None:
                     prio = 0 if (s == 2 or i in keep) else (1 if s == 1 else 2)
@@ -417,12 +428,15 @@ class _Compressor:
         errors = sum(1 for i, s in enumerate(sev) if s == 2 and i not in hide)
         warnings = sum(1 for i, s in enumerate(sev) if s == 1 and i not in hide)
         summary = f"[log: {n:,} lines, {errors:,} errors, {warnings:,} warnings"
-        span = _timespan(lines)
+        # a slice of a test run: the pipeline states the run's counts and timing once, for the
+        # whole output; per-slice counts would contradict it ("no counts found")
+        whole_run_elsewhere = self.opts.test_runner is not None
+        span = None if whole_run_elsewhere else _timespan(lines)
         if span:
             summary += f", timespan {span[0]}..{span[1]}"
         if hidden_important:
             summary += f", {hidden_important:,} error/warning lines over budget not shown"
-        if run and (run.counts or run.failures or run.codes):
+        if run and (run.counts or run.failures or run.codes) and not whole_run_elsewhere:
             summary += " | " + run.summary()
             shown_text = "\n".join(body)
             missing_ids = [t for t in run.failed_ids() if t not in shown_text]
@@ -493,6 +507,29 @@ class _Compressor:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+_ID_ALTERNATION_MAX = 200  # a regex alternation tries every id at every position
+
+
+def _failing_ids_pattern(run: testrun.TestRun | None):
+    """Something with ``.search(line)`` finding a failing test id (one with digits) in a line."""
+    ids = [t for t in run.failed_ids() if any(c.isdigit() for c in t)] if run else []
+    if not ids:
+        return None
+    if len(ids) <= _ID_ALTERNATION_MAX:
+        return re.compile("|".join(re.escape(t) for t in sorted(ids, key=len, reverse=True)))
+    return _IdTokens(frozenset(ids))
+
+
+@dataclass(frozen=True)
+class _IdTokens:
+    """Many ids: look each whitespace-separated token up instead (ids without spaces only)."""
+
+    ids: frozenset[str]
+
+    def search(self, line: str) -> bool:
+        return any(tok in self.ids for tok in line.split())
 
 
 def _is_own_path(path: str, root: str | None) -> bool:
@@ -718,10 +755,13 @@ def _refs(line: str) -> list[tuple[str, str]]:
 
 def _light(line: str) -> str:
     """Mask what varies between repeats of one error - timestamps, dates, IPs, durations, long
-    numbers (ids, pids, ports), 0x addresses, uuids, every number before the level word - but
+    numbers (ids, pids, ports), 0x addresses, uuids, every number before the level word, the
+    percentage of a progress marker (pytest -v prints ``FAILED   [ 64%]`` once per test) - but
     never a ``path:line`` ref or a small number, since ``assert 1 == 0`` and ``:943:`` are the
     facts. Works on the digit runs of the line with plain Python, which is several times faster
     than a regex alternation over every character."""
+    if line.endswith(("%]", "%] ")):
+        line = _PROGRESS_PCT.sub(" [<n>%]", line)
     if "0x" in line:
         line = _HEX0X.sub("<hex>", line)
     if line.count("-") >= 4:

@@ -5,8 +5,9 @@ few facts: how many tests passed, failed and were skipped, which ones failed and
 compressor keeps the lines this module marks (``keep``), omits the ones it marks as noise
 (``drop``: omitted unless the log compressor finds them important on its own; ``hide``: omitted
 even though they look important, because the same fact is stated elsewhere, e.g. pytest's
-``test_x FAILED [ 40%]`` progress line repeats the ``FAILED test_x - ...`` summary line), and puts
-the counts in its summary line.
+``test_x FAILED [ 40%]`` progress line repeats the ``FAILED test_x - ...`` summary line, or the
+line is a tool's fixed closing advice such as Maven's ``re-run with -e``), and puts the counts in
+its summary line.
 
 Runners: pytest, unittest, jest/vitest, go test, cargo test/rustc, maven/surefire (and gradle),
 tsc, cypress, bun. Detection trusts the command when it names the runner (``pytest -x``,
@@ -386,7 +387,16 @@ _RS_STDOUT = re.compile(r"^---- (\S+) std(?:out|err) ----$")
 _RS_DIAG = re.compile(r"^(error|warning)(?:\[(\w+)\])?: (.*)$")
 _RS_SNIPPET = re.compile(r"^\s*\d*\s*\|")
 _RS_NOTE = re.compile(r"^\s*= (?:help|note): ")
-_RS_SUMMARY = re.compile(r"^(?:warning|error): .*\bgenerated \d+ warnings?|^error: aborting due to")
+_RS_SUMMARY = re.compile(
+    r"^(?:warning|error): .*\bgenerated \d+ warnings?|^error: aborting due to"
+    r"|^error: could not compile|^warning: build failed"
+)
+# cargo's own chatter around diagnostics: the code is on the diagnostic line, the failure on
+# "could not compile"
+_RS_NOISE = re.compile(
+    r"^warning: build failed, waiting for other jobs|^For more information about this error, try"
+    r"|^Some errors have detailed explanations: "
+)
 
 
 def _parse_cargo(lines: list[str]) -> TestRun:
@@ -415,6 +425,10 @@ def _parse_cargo(lines: list[str]) -> TestRun:
                 run.keep.add(i)
                 _keep_message(lines, i + 1, run, lambda s: s.startswith(("note:", "----")))
                 continue
+        if c in "wFS" and _RS_NOISE.match(line):
+            run.hide.add(i)
+            diag = ""
+            continue
         if c == "e" or c == "w":
             m = _RS_DIAG.match(line)
             if m and not _RS_SUMMARY.match(line):
@@ -504,6 +518,13 @@ _MVN_RESULT_ID = re.compile(r"^\[ERROR\]\s{2,}(\w[\w.$]*[.:]\w+(?::\d+)?)\s")
 _GRADLE_FAIL = re.compile(r"^(\S+) > (.+) FAILED$")
 _GRADLE_COUNT = re.compile(r"^(\d+) tests? completed, (\d+) failed(?:, (\d+) skipped)?")
 _CUKE_SCEN = re.compile(r"^(\d+) Scenarios? \((.*)\)$")
+# Maven closes every failed build with the same advice; it states nothing about this build
+_MVN_BOILERPLATE = re.compile(
+    r"^\[ERROR\] (?:-> \[Help \d+\]|To see the full stack trace of the errors, re-run Maven"
+    r"|Re-run Maven using the -X switch|For more information about the errors and possible"
+    r"|\[Help \d+\] https?://\S+$|Please refer to dump files \(if any exist\))"
+    r"|^\[ERROR\]\s*$"
+)
 
 
 def _parse_maven(lines: list[str]) -> TestRun:
@@ -523,6 +544,9 @@ def _parse_maven(lines: list[str]) -> TestRun:
                 run.keep.add(i)
                 continue
         if line.startswith("[ERROR]"):
+            if _MVN_BOILERPLATE.match(line):
+                run.hide.add(i)
+                continue
             m = _MVN_FAIL.match(line)
             if m:
                 run.failures.append(Failure(m.group(1)))

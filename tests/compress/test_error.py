@@ -367,6 +367,69 @@ def test_pytest_long_format_trims_source_but_keeps_failure():
     assert any("library source omitted (site-packages: requests)" in x for x in lines)
 
 
+def test_pytest_separators_shrink_and_address_only_arguments_go():
+    text = (
+        "______________________________ test_run ______________________________\n"
+        "\n"
+        "self = <tests.test_app.TestApp object at 0x000001D3D3ECE300>\n"
+        "\n"
+        "    def test_run(self):\n"
+        ">       app.start(port=0)\n"
+        "\n"
+        "tests/test_app.py:12: \n" + "_ " * 40 + "\n"
+        "\n"
+        "self = <app.App object at 0x7fd754039250>, port = 0\n"
+        "callback = <function App.start.<locals>.cb at 0x7fd7540daf70>\n"
+        "\n"
+        "    def start(self, port):\n"
+        ">       raise ValueError(f'bad port {port}')\n"
+        "E       ValueError: bad port 0\n"
+        "\n"
+        "app/core.py:40: ValueError\n"
+    )
+    out = _check_invariants(text)
+    lines = _lines(out)
+    assert "_ _ _ _ _" in lines and "_ " * 40 not in out
+    assert not any(x.startswith("self = <tests.test_app.TestApp object") for x in lines)
+    assert not any(x.startswith("callback = <function") for x in lines)
+    assert "self = <app.App object at 0x7fd754039250>, port = 0" in lines  # port = 0 is a value
+    assert "" in lines and "\n\n\n" not in out  # a dropped line leaves no double blank
+    assert not missing_facts(text, out)
+
+
+def test_jest_code_frames_keep_only_the_failing_line():
+    text = (
+        "  ● Calculator › adds numbers\n"
+        "\n"
+        "    expect(received).toBe(expected) // Object.is equality\n"
+        "\n"
+        "    Expected: 4\n"
+        "    Received: 5\n"
+        "\n"
+        "      10 |   it('adds numbers', () => {\n"
+        "      11 |     const calc = new Calculator();\n"
+        "    > 12 |     expect(calc.add(2, 2)).toBe(4);\n"
+        "         |                            ^\n"
+        "      13 |   });\n"
+        "      14 |\n"
+        "\n"
+        "      at Object.<anonymous> (src/calc.test.js:12:28)\n"
+    )
+    out = _check_invariants(text)
+    lines = _lines(out)
+    assert "    > 12 |     expect(calc.add(2, 2)).toBe(4);" in lines
+    assert not any(re.match(r"^\s+1[0134] \|", x) for x in lines)
+    assert not any(re.match(r"^\s+\|\s+\^", x) for x in lines)
+    for keep in (
+        "    Expected: 4",
+        "    Received: 5",
+        "      at Object.<anonymous> (src/calc.test.js:12:28)",
+    ):
+        assert keep in lines
+    short = "    > 12 |     x();\n      13 |   });\n"  # too short to be worth trimming
+    assert compress_error(short, OPTS).text == short
+
+
 def test_plain_text_and_empty_input_pass_through():
     assert compress_error("", OPTS).text == ""
     text = "just a message\nwith two lines\n"
@@ -503,6 +566,12 @@ FRAGMENTS = [
     "tests/test_a.py:3: AssertionError",
     "/v/site-packages/q/m.py:9: ValueError",
     "_ _ _ _ _ _ _ _ _ _ _ _",
+    "_ " * 40,
+    "self = <app.Loader object at 0x7f00ab>",
+    "",
+    "      11 |     const calc = new Calculator();",
+    "    > 12 |     expect(calc.add(2, 2)).toBe(4);",
+    "         |                            ^",
     "    … 3 frames in site-packages …",
     "\x1b[31mred\x1b[0m",
     "\ufffd\ufffd\x00binary",

@@ -254,6 +254,77 @@ def test_failing_ids_are_restored_if_every_line_naming_them_was_cut():
     assert "t.py::test_x" in out
 
 
+def test_progress_markers_differing_in_percentage_collapse_but_test_ids_stay():
+    lines = ["============================= test session starts =============================="]
+    for k in range(12):
+        lines += [
+            f"tests/test_m.py::test_model[algorithms{k}] ",
+            "WARNING  root:test_m.py:63 Running Modelling Phase",
+            f"FAILED{' ' * 67}[{40 + k * 3:3d}%]",
+        ]
+    lines += [
+        f"tests/test_m.py::test_setup FAILED{' ' * 30}[ 93%]",
+        f"tests/test_m.py::test_stub FAILED{' ' * 31}[ 96%]",
+    ]
+    out = run("\n".join(lines) + "\n", command="pytest -v")
+    out_lines = out.splitlines()
+    assert "[×12] FAILED [<n>%]" in out_lines
+    assert not any(re.match(r"^FAILED\s+\[\s*\d+%\]$", x) for x in out_lines)
+    for test_id in ("test_setup FAILED", "test_stub FAILED"):
+        assert sum(test_id in x for x in out_lines) == 1  # not merged into the masked group
+
+
+def test_failing_test_lines_keep_the_digits_of_their_ids():
+    ids = [f"tests/test_io.py::test_load[case{k}]" for k in range(6)]
+    text = (
+        "".join(f"tests/test_io.py::test_ok_{k} PASSED{' ' * 20}[{k:3d}%]\n" for k in range(60))
+        + "=========================== short test summary info ============================\n"
+        + "".join(f"FAILED {t} - ValueError: header row missing\n" for t in ids)
+        + "========================= 6 failed, 60 passed in 1.23s =========================\n"
+    )
+    out_lines = run(text, command="pytest").splitlines()
+    for test_id in ids:
+        assert f"FAILED {test_id} - ValueError: header row missing" in out_lines
+    assert not any("failing (not shown above)" in x for x in out_lines)
+
+
+def test_many_failing_ids_are_still_kept_apart():
+    ids = [f"tests/test_io.py::test_load[case{k}]" for k in range(300)]
+    text = (
+        "".join(f"FAILED {t} - ValueError: header row missing\n" for t in ids)
+        + "========================= 300 failed, 60 passed in 1.23s =========================\n"
+    )
+    out = run(text, command="pytest")
+    assert all(f"FAILED {t} - ValueError" in out for t in ids)
+    assert "failing (not shown above)" not in out
+
+
+def test_a_slice_of_a_split_run_leaves_the_run_summary_to_the_pipeline():
+    """The head of a test log has no counts; parsed alone it would report "no counts found"."""
+    head = PYTEST_LOG.split("=================================== FAILURES")[0]
+    alone = summary_of(run(head, command="pytest")).group(4)
+    assert "pytest: no counts found" in alone
+    sliced = run(head, command="pytest", test_runner="pytest")
+    assert summary_of(sliced).group(4) == ""  # lines, errors, warnings; nothing about the run
+    assert "test_case_7 PASSED" not in sliced  # still parsed as pytest: passing lines are noise
+    assert run(sliced, test_runner="pytest") == sliced
+
+
+def test_a_slice_is_parsed_with_the_runner_found_on_the_whole_output():
+    """A slice of progress dots has no cue naming pytest; the whole output had them."""
+    dots = "".join(f"tests/test_{k}.py {'.' * 40} [{k * 3:3d}%]\n" for k in range(30))
+    text = "collected 1200 items\n" + dots + "some closing line\n"
+    assert "." * 40 in run(text)  # on its own it is just a log
+    sliced = run(text, test_runner="pytest")
+    assert "." * 40 not in sliced and "some closing line" in sliced
+
+
+def test_a_slice_gets_no_timespan_either():
+    text = "\n".join(app_log(200)) + "\n"
+    assert "timespan" in summary_of(run(text)).group(4)
+    assert "timespan" not in summary_of(run(text, test_runner="jest")).group(4)
+
+
 # --------------------------------------------------------------------------- guarantees
 
 

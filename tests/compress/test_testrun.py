@@ -378,6 +378,27 @@ def test_maven_surefire():
     assert "CalcTest.divides:27" in run.failed_ids()
 
 
+def test_maven_closing_advice_is_hidden_but_the_failure_is_not():
+    tail = (
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-surefire-plugin:3.5.0:test"
+        " (default-test) on project calc: There are test failures.\n"
+        "[ERROR] \n"
+        "[ERROR] Please refer to dump files (if any exist) [date].dump and [date].dumpstream.\n"
+        "[ERROR] -> [Help 1]\n"
+        "[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.\n"
+        "[ERROR] Re-run Maven using the -X switch to enable full debug logging.\n"
+        "[ERROR] For more information about the errors and possible solutions, please read\n"
+        "[ERROR] [Help 1] http://cwiki.apache.org/confluence/display/MAVEN/MojoFailureException\n"
+    )
+    lines = _lines(MAVEN + tail)
+    run = parse_test_run(lines, "maven")
+    advice = [i for i, x in enumerate(lines) if i >= _index(lines, "[ERROR] Failed to execute")]
+    assert advice[0] not in run.hide  # which goal failed, on which project
+    assert set(advice[1:]) <= run.hide
+    assert _index(lines, "[ERROR]   CalcTest.divides:27") not in run.hide
+    assert run.failed_ids() == parse_test_run(_lines(MAVEN), "maven").failed_ids()
+
+
 def test_gradle_lines():
     text = (
         "CalcTest > divides() FAILED\n"
@@ -497,4 +518,10 @@ def test_real_cargo_compile_error(tool_outputs_dir):
     text, lines = _read(tool_outputs_dir, "cargo_compile_error__tsql_wasm.txt")
     run = analyze(text, lines, "cargo test")
     assert set(run.codes) == set(re.findall(r"error\[(E\d+)\]", text))
-    assert run.counts["compile_errors"] == len(re.findall(r"^error", text, re.M))
+    # diagnostics only: "error: could not compile" reports the same error, not another one
+    diagnostics = re.findall(r"^error(?:\[E\d+\])?: (?!could not compile|aborting)", text, re.M)
+    assert run.counts["compile_errors"] == len(diagnostics) >= 1
+    warnings = re.findall(r"^warning: (?!build failed|`\w+` \(.*\) generated)", text, re.M)
+    assert run.counts["compile_warnings"] == len(warnings) >= 1
+    noise = _index(lines, "warning: build failed, waiting")
+    assert noise in run.hide and _index(lines, "For more information about this error") in run.hide
