@@ -1,0 +1,339 @@
+"""The vector side of recall: chunk embeddings in chromadb, queried by cosine similarity.
+
+Embedded chromadb (``PersistentClient`` in ``.aider.gardener/chroma``) by default; with
+``--gardener-chroma-url http://HOST:PORT`` a Chroma server holds the vectors instead, so a team
+or a bigger machine can keep them. Embeddings are always computed here, by the packaged MiniLM
+model, and passed to chromadb explicitly: chromadb's default embedding function would try to
+download a model.
+
+Vectors are an accelerator, never a dependency. Every chromadb or connection error marks the index
+unhealthy, logs one line, and makes ``query`` return ``[]``, so recall carries on with FTS5 alone;
+the embedding worker leaves chunks pending and calls ``probe`` now and then, which brings a
+restarted server back into use. A missing model or chromadb is permanent for the process and
+``open_index`` returns ``None`` for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+from urllib.parse import urlsplit
+
+from . import embeddings
+from .embeddings import EmbeddingsUnavailable
+
+log = logging.getLogger(__name__)
+
+COLLECTION_ENV = "GARDENER_CHROMA_COLLECTION"
+EMBEDDED_COLLECTION = "gardener"
+# A Chroma server must answer within these, or recall would hang with it (httpx's default in
+# chromadb is no timeout at all).
+CONNECT_TIMEOUT = 2.0
+REQUEST_TIMEOUT = 10.0
+_QUERY_MAX = 1000
+
+
+class VectorIndex:
+    """Chunk vectors of one project. Thread-safe; no method raises for chromadb trouble."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        collection: str,
+        where: str,
+        writer_lock: Path | None = None,
+    ) -> None:
+        self._connect = connect
+        self._writer_lock = writer_lock
+        self._writer_fd: int | None = None  # held flock, or _NO_LOCKING where flock is missing
+        self._writer_mutex = threading.Lock()
+        self.collection_name = collection
+        self.where = where  # for messages: a folder or a URL
+        self._client: Any = None
+        self._collection: Any = None
+        self._lock = threading.Lock()
+        self.healthy = True
+        self.permanent_failure: str | None = None
+        self._warned = False
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def warm(self) -> bool:
+        """Load the model and open the collection now (the worker does this on start, so the
+        first recall does not pay for it). False when vectors are unusable."""
+        try:
+            embeddings.load()
+        except EmbeddingsUnavailable as err:
+            self._fail_permanently(str(err))
+            return False
+        return self._open() is not None
+
+    def probe(self) -> bool:
+        """Is the backend reachable again? Re-enables an index that lost its server."""
+        if self.permanent_failure:
+            return False
+        try:
+            with self._lock:
+                if self._client is None:
+                    self._collection = None
+                client = self._client or self._connect()
+                client.heartbeat()
+                self._client = client
+                if self._collection is None:
+                    self._collection = self._get_collection(client)
+        except Exception as err:  # noqa: BLE001 - still down
+            self._unhealthy(err)
+            return False
+        if not self.healthy:
+            log.warning(
+                "gardener: vector store at %s is back; recall uses vectors again", self.where
+            )
+            self._warned = False
+        self.healthy = True
+        return True
+
+    def can_write(self) -> bool:
+        """Embedded chromadb is not safe with two writing processes, so the first gardener on a
+        project holds a lock file and embeds; the others only query. The embedding queue is in
+        the shared SQLite file, so the writer also embeds what the other sessions ingest."""
+        if self._writer_lock is None or self._writer_fd is not None:
+            return True
+        with self._writer_mutex:  # the worker thread and drain() may ask at the same moment
+            if self._writer_fd is None:
+                self._writer_fd = _try_lock(self._writer_lock)
+            return self._writer_fd is not None
+
+    def release_writer(self) -> None:
+        """Let another session become the writer (the worker calls this when it stops)."""
+        with self._writer_mutex:
+            if self._writer_fd is not None and self._writer_fd >= 0:
+                os.close(self._writer_fd)  # closing the descriptor releases the flock
+            self._writer_fd = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._collection = None
+            self._client = None
+        self.release_writer()
+
+    # --- the interface recall and the worker use -------------------------------------------
+
+    def add(self, chunk_ids: Sequence[str], entry_ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Embed and upsert chunks. Upsert, not add: a chunk embedded just before a crash (and so
+        still pending in SQLite) is simply written again. Errors other than chromadb's or a
+        missing model propagate, so the worker can mark just those chunks failed."""
+        if not chunk_ids or not self.healthy:
+            return
+        try:
+            vectors = embeddings.embed_array(list(texts))
+        except EmbeddingsUnavailable as err:
+            self._fail_permanently(str(err))
+            return
+        col = self._open()
+        if col is None:
+            return
+        try:
+            col.upsert(
+                ids=list(chunk_ids),
+                embeddings=vectors,
+                metadatas=[{"entry_id": e} for e in entry_ids],
+            )
+        except Exception as err:  # noqa: BLE001 - any backend failure: degrade to FTS5
+            self._unhealthy(err)
+
+    def query(
+        self, text: str, k: int, entry_filter: Sequence[str] | None = None
+    ) -> list[tuple[str, str, float]]:
+        """The k chunks nearest to ``text``: (chunk_id, entry_id, cosine similarity), best first.
+        ``entry_filter`` restricts the search to those entries."""
+        if k <= 0 or not text.strip() or (entry_filter is not None and not entry_filter):
+            return []
+        col = self._open()
+        if col is None:
+            return []
+        try:
+            vector = embeddings.embed_array([text])
+        except EmbeddingsUnavailable as err:
+            self._fail_permanently(str(err))
+            return []
+        where = {"entry_id": {"$in": list(entry_filter)}} if entry_filter is not None else None
+        try:
+            res = col.query(
+                query_embeddings=vector,
+                n_results=min(k, _QUERY_MAX),
+                where=where,
+                include=["distances", "metadatas"],
+            )
+        except Exception as err:  # noqa: BLE001
+            self._unhealthy(err)
+            return []
+        ids = (res.get("ids") or [[]])[0]
+        metas = (res.get("metadatas") or [[]])[0]
+        dists = (res.get("distances") or [[]])[0]
+        return [
+            (cid, (meta or {}).get("entry_id") or cid.rsplit(":", 1)[0], 1.0 - float(dist))
+            for cid, meta, dist in zip(ids, metas, dists)
+        ]
+
+    def delete_entries(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        col = self._open()
+        if col is None:
+            return
+        try:
+            col.delete(where={"entry_id": {"$in": list(ids)}})
+        except Exception as err:  # noqa: BLE001
+            self._unhealthy(err)
+
+    def count(self) -> int:
+        col = self._open()
+        if col is None:
+            return 0
+        try:
+            return int(col.count())
+        except Exception as err:  # noqa: BLE001
+            self._unhealthy(err)
+            return 0
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _open(self) -> Any:
+        if not self.healthy or self.permanent_failure:
+            return None
+        if self._collection is not None:
+            return self._collection
+        with self._lock:
+            if self._collection is None:
+                try:
+                    self._client = self._connect()
+                    self._collection = self._get_collection(self._client)
+                except Exception as err:  # noqa: BLE001
+                    self._client = None
+                    self._unhealthy(err)
+                    return None
+            return self._collection
+
+    def _get_collection(self, client: Any) -> Any:
+        return client.get_or_create_collection(
+            self.collection_name,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"model": embeddings.MODEL_NAME},
+            embedding_function=None,
+        )
+
+    def _unhealthy(self, err: BaseException) -> None:
+        self.healthy = False
+        self._client = None
+        self._collection = None
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "gardener: vector store at %s failed (%s: %s); recall uses full-text search only",
+                self.where,
+                type(err).__name__,
+                _first_line(err),
+            )
+
+    def _fail_permanently(self, reason: str) -> None:
+        self.permanent_failure = reason
+        self.healthy = False
+        if not self._warned:
+            self._warned = True
+            log.warning("gardener: no vectors (%s); recall uses full-text search only", reason)
+
+
+def open_index(store_dir: Path, chroma_url: str | None = None) -> VectorIndex | None:
+    """The project's vector index, or None (after one log line) when chromadb, torch or the
+    model is not installed. Cheap: the model and the client are opened on first use."""
+    try:
+        if importlib.util.find_spec("chromadb") is None:
+            raise EmbeddingsUnavailable("chromadb is not installed")
+        embeddings.check_available()
+        if chroma_url:
+            host, port, ssl = parse_url(chroma_url)
+            name = os.environ.get(COLLECTION_ENV) or server_collection_name(store_dir)
+            return VectorIndex(lambda: _http_client(host, port, ssl), name, chroma_url)
+        path = Path(store_dir) / "chroma"
+        name = os.environ.get(COLLECTION_ENV) or EMBEDDED_COLLECTION
+        lock = Path(store_dir) / "chroma.lock"
+        return VectorIndex(lambda: _persistent_client(path), name, str(path), writer_lock=lock)
+    except (EmbeddingsUnavailable, ValueError) as err:
+        log.warning("gardener: no vectors (%s); recall uses full-text search only", err)
+        return None
+
+
+_NO_LOCKING = -1
+
+
+def _try_lock(path: Path) -> int | None:
+    """An open descriptor holding an exclusive flock on ``path``, or None if another process
+    holds it (or the file cannot be created)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; a single session is the common case
+        return _NO_LOCKING
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def parse_url(url: str) -> tuple[str, int, bool]:
+    """``http://HOST:PORT`` -> (host, port, ssl); a bare ``HOST:PORT`` means http."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not a Chroma server URL: {url!r} (expected http://HOST:PORT)")
+    ssl = parts.scheme == "https"
+    return parts.hostname, parts.port or (443 if ssl else 8000), ssl
+
+
+def server_collection_name(store_dir: Path) -> str:
+    """One collection per project on a shared server: the project folder's name (readable in
+    the server's listing) plus a hash of its path (two checkouts named "app" stay apart)."""
+    root = Path(store_dir).resolve().parent
+    slug = re.sub(r"[^a-zA-Z0-9_-]+", "-", root.name).strip("-_")[:40] or "project"
+    digest = hashlib.blake2b(str(root).encode("utf-8", "replace"), digest_size=4).hexdigest()
+    return f"gardener-{slug}-{digest}"
+
+
+def _settings():
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False)
+
+
+def _persistent_client(path: Path) -> Any:
+    import chromadb
+
+    path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(path), settings=_settings())
+
+
+def _http_client(host: str, port: int, ssl: bool) -> Any:
+    import chromadb
+    import httpx
+
+    client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(REQUEST_TIMEOUT, connect=CONNECT_TIMEOUT)
+    return client
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:200] if text else ""

@@ -1,0 +1,149 @@
+"""The background thread that turns pending chunks into vectors.
+
+Ingest only writes chunk rows (``embedded = 0``) in the same SQLite transaction as their entry, so
+it never waits for the model; this worker drains that queue in small batches. Because the queue
+is a table, a crash or a restart loses nothing: the next session's worker finds the rows still
+pending. Chunks whose text makes the model fail are marked -1 and never retried; chunks that
+could not be written because the vector backend is down stay pending until ``probe`` finds it
+back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Sequence
+
+from .vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+# Rows per step. The model runs them in sub-batches of 16 sorted by length, so a larger step
+# wastes less on padding a short chunk to the length of a long one (~1.5x on real chat messages);
+# a step of full-size chunks is ~2 s of one core, which bounds how long stop() can take.
+BATCH_SIZE = 48
+IDLE_POLL = 2.0  # other processes enqueue chunks too; look again this often when idle
+PROBE_INTERVAL = 30.0  # how often to knock on a vector server that went away
+WRITER_RETRY = 15.0  # how often a read-only session checks whether the writer has exited
+
+PENDING, INDEXED, FAILED = 0, 1, -1
+
+
+class EmbeddingWorker:
+    def __init__(self, store: Any, index: VectorIndex, batch_size: int = BATCH_SIZE) -> None:
+        self.store = store
+        self.index = index
+        self.batch_size = max(1, batch_size)
+        self.embedded = 0  # chunks indexed by this worker, for stats and tests
+        self.failed = 0
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._batch_lock = threading.Lock()  # the thread and drain() never take the same rows
+        self._logged: set[str] = set()
+
+    # --- control --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="gardener-embed", daemon=True)
+        self._thread.start()
+
+    def notify(self) -> None:
+        """New chunks are pending: start on them now instead of at the next poll."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stops after the batch in progress (at most about a second of work)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.index.release_writer()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def drain(self, timeout: float | None = None) -> int:
+        """Embed every pending chunk now, in the calling thread; returns how many were indexed.
+        For tests and benchmarks, and for a CLI that wants vectors before it exits."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self.index.healthy:
+            self.index.probe()  # a server may be back; the thread would only knock every 30 s
+        if not self.index.warm() or not self.index.can_write():
+            return 0
+        total = 0
+        while deadline is None or time.monotonic() < deadline:
+            done = self.step()
+            if done <= 0:
+                break
+            total += done
+        return total
+
+    # --- work -------------------------------------------------------------------------------
+
+    def step(self) -> int:
+        """One batch: returns chunks indexed, 0 when nothing is pending or nothing could be done."""
+        with self._batch_lock:
+            rows = self.store.pending_chunks(self.batch_size)
+            if not rows:
+                return 0
+            ok, bad = self._embed(rows)
+            if not self.index.healthy:
+                return 0  # backend down mid-batch: leave the rows pending for later
+            if bad:
+                self.store.mark_chunks(bad, FAILED)
+                self.failed += len(bad)
+            if ok:
+                self.store.mark_chunks(ok, INDEXED)
+                self.embedded += len(ok)
+            return len(ok) + len(bad)
+
+    def _embed(self, rows: Sequence[tuple[str, str, str]]) -> tuple[list[str], list[str]]:
+        try:
+            self.index.add([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+            return [r[0] for r in rows], []
+        except Exception as err:  # noqa: BLE001 - find the chunk that breaks the batch
+            self._log_once("embed", f"embedding a batch failed ({type(err).__name__}: {err})")
+        ok, bad = [], []
+        for cid, eid, text in rows:
+            try:
+                self.index.add([cid], [eid], [text])
+                ok.append(cid)
+            except Exception:  # noqa: BLE001
+                bad.append(cid)
+        return ok, bad
+
+    def _run(self) -> None:
+        try:
+            self.index.warm()
+        except Exception as err:  # noqa: BLE001 - warm() should not raise; never kill the host
+            self._log_once("warm", f"loading the embedding model failed: {err}")
+        while not self._stop.is_set():
+            try:
+                if self.index.permanent_failure:
+                    return
+                if not self.index.healthy:
+                    if self._stop.wait(PROBE_INTERVAL):
+                        return
+                    self.index.probe()
+                    continue
+                if not self.index.can_write():
+                    self._stop.wait(WRITER_RETRY)
+                    continue
+                if self.step() == 0:
+                    self._wake.wait(IDLE_POLL)
+                    self._wake.clear()
+            except Exception as err:  # noqa: BLE001 - e.g. the store was closed under us
+                self._log_once(type(err).__name__, f"embedding worker: {type(err).__name__}: {err}")
+                self._stop.wait(IDLE_POLL)
+
+    def _log_once(self, key: str, message: str) -> None:
+        if key not in self._logged:
+            self._logged.add(key)
+            log.warning("gardener: %s", message)

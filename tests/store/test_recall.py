@@ -1,0 +1,267 @@
+"""Hybrid recall on a real store (SQLite + FTS5 + embedded chromadb + MiniLM)."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aider_gardener.store import RecallHit, Store
+from aider_gardener.store import recall as recall_mod
+from aider_gardener.store.recall import recall, recall_fts_only, recall_vectors_only
+from aider_gardener.store.worker import EmbeddingWorker
+from aider_gardener.types import ContentClass, Source
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+CODE = '''"""Configuration loading."""
+
+import json
+
+
+class ConfigLoader:
+    def __init__(self, path):
+        self.path = path
+
+
+def parse_config(text):
+    data = json.loads(text)
+    return data["settings"]
+'''
+RUST = """error[E0432]: unresolved import `crate::utils::helpers`
+ --> src/main.rs:3:5
+  |
+3 | use crate::utils::helpers;
+  |     ^^^^^^^^^^^^^^^^^^^^^ no `helpers` in `utils`
+"""
+PYTEST = """============================= test session starts ==============================
+collected 12 items
+
+tests/test_api.py ..F.........                                           [100%]
+
+FAILED tests/test_api.py::test_login - AssertionError: expected 200, got 401
+========================= 1 failed, 11 passed in 0.42s =========================
+"""
+NOTE = "Every night the release pipeline pushes container images to our registry."
+PROMPT = "Please make the settings page remember the chosen colour theme."
+LOG = "".join(
+    f"2024-05-01 10:{i // 60:02d}:{i % 60:02d} INFO replication batch {i} applied\n"
+    for i in range(900)
+)
+LOG = LOG.replace(
+    "batch 700 applied\n",
+    "batch 700 applied\n2024-05-01 10:11:41 ERROR could not extend file: disk quota exceeded "
+    "on /var/lib/postgres\n",
+)
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    store = Store(tmp_path_factory.mktemp("recall") / "gs", maintenance_interval=None)
+    ids = {
+        "code": store.ingest(CODE, Source(path="src/app/config.py"), cls=ContentClass.CODE).id,
+        "rust": store.ingest(RUST, Source(role="tool", command="cargo build")).id,
+        "pytest": store.ingest(PYTEST, Source(role="tool", command="pytest")).id,
+        "note": store.ingest(NOTE, Source(role="assistant"), cls=ContentClass.PROSE).id,
+        "prompt": store.ingest(PROMPT, Source(role="user")).id,
+        "log": store.ingest(LOG, Source(role="tool", command="tail db.log"), cls="log").id,
+    }
+    store.drain()
+    assert store.pending_count() == 0
+    yield store, ids
+    store.close()
+
+
+def top(hits: list[RecallHit]) -> str | None:
+    return hits[0].entry_id if hits else None
+
+
+@pytest.mark.parametrize(
+    "query, want",
+    [
+        ("parse_config", "code"),
+        ("where is ConfigLoader defined", "code"),
+        ("src/app/config.py", "code"),
+        ("E0432", "rust"),
+        ("src/main.rs:3", "rust"),
+        ("unresolved import crate::utils::helpers", "rust"),
+        ("tests/test_api.py::test_login", "pytest"),
+        ("AssertionError: expected 200, got 401", "pytest"),
+        ("colour theme on the settings page", "prompt"),
+    ],
+)
+def test_identifiers_paths_and_error_strings(loaded, query, want):
+    store, ids = loaded
+    hits = store.recall(query)
+    assert top(hits) == ids[want], [(h.entry_id, h.via) for h in hits]
+
+
+def test_a_paraphrase_is_found_by_vectors_only(loaded):
+    store, ids = loaded
+    query = "how are docker builds shipped?"  # no word in common with the note
+    assert ids["note"] not in [h.entry_id for h in recall_fts_only(store, query)]
+    hits = store.recall(query)
+    assert top(hits) == ids["note"]
+    assert hits[0].via == "vector"
+
+
+def test_a_long_entry_is_found_by_the_chunk_that_matches(loaded):
+    store, ids = loaded
+    hits = recall_vectors_only(store, "the database server ran out of storage space")
+    log_hit = next(h for h in hits if h.entry_id == ids["log"])
+    assert "disk quota exceeded" in log_hit.excerpt
+    assert len(log_hit.excerpt) < len(LOG) / 5
+
+
+def test_results_are_unique_limited_and_ordered(loaded):
+    store, _ = loaded
+    for limit in (1, 3, 10):
+        hits = store.recall("replication batch applied error", limit=limit)
+        assert 0 < len(hits) <= limit
+        assert len({h.entry_id for h in hits}) == len(hits)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_summary_by_default_original_and_touch_with_full(loaded):
+    store, ids = loaded
+    before = store.get(ids["log"]).last_access
+    hit = next(h for h in store.recall("disk quota exceeded postgres") if h.entry_id == ids["log"])
+    assert hit.text == store.get(ids["log"]).summary
+    assert store.get(ids["log"]).last_access == before  # looking is not using
+    time.sleep(0.01)
+    hits = store.recall("disk quota exceeded postgres", full=True)
+    hit = next(h for h in hits if h.entry_id == ids["log"])
+    assert hit.text == LOG
+    assert store.get(ids["log"]).last_access > before
+
+
+def test_class_filter_applies_to_both_rankers(loaded):
+    store, ids = loaded
+    hits = store.recall("parse_config docker registry container images", classes=["prose"])
+    assert hits and {h.cls for h in hits} == {"prose"}
+    assert top(hits) == ids["note"]
+
+
+def test_modes(loaded):
+    store, _ = loaded
+    assert {h.via for h in recall_fts_only(store, "E0432 parse_config")} == {"fts"}
+    assert {h.via for h in recall_vectors_only(store, "E0432 parse_config")} == {"vector"}
+    with pytest.raises(ValueError):
+        recall(store, "x", mode="telepathy")
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n"])
+def test_blank_queries_return_nothing(loaded, query):
+    assert loaded[0].recall(query) == []
+
+
+def test_zero_limit(loaded):
+    assert recall(loaded[0], "E0432", limit=0) == []
+
+
+NASTY = [
+    'NEAR("a" "b")',
+    '"unbalanced',
+    "a AND OR NOT b",
+    "col:value",
+    "* ^ - + ( ) { } [ ]",
+    "'; DROP TABLE entries; --",
+    "\x00\x1b[31mred\x1b[0m",
+    "ü" * 5000,
+]
+
+
+@pytest.mark.parametrize("query", NASTY)
+def test_fts5_syntax_in_a_query_never_raises(loaded, query):
+    hits = recall(loaded[0], query)  # the module function: no store guard to hide an error
+    assert isinstance(hits, list)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(max_size=300))
+def test_any_query_string_is_safe(loaded, query):
+    hits = recall(loaded[0], query, limit=3)
+    assert len(hits) <= 3
+
+
+def test_forgotten_entries_are_not_recalled_even_by_vectors(loaded):
+    store, ids = loaded
+    assert store.forget(ids["note"])
+    try:
+        assert ids["note"] not in [h.entry_id for h in recall_vectors_only(store, NOTE)]
+        assert ids["note"] not in [h.entry_id for h in store.recall(NOTE)]
+    finally:
+        assert store.restore(ids["note"])
+    assert top(store.recall(NOTE)) == ids["note"]
+
+
+def test_session_scope_hides_other_sessions_from_both_rankers(tmp_path):
+    folder = tmp_path / "gs"
+    with Store(folder, maintenance_interval=None) as old:
+        old_id = old.ingest(NOTE, Source(role="assistant")).id
+        old.drain()
+    with Store(folder, scope="session", maintenance_interval=None) as new:
+        new_id = new.ingest(PROMPT, Source(role="user")).id
+        new.drain()
+        assert old_id not in [h.entry_id for h in recall_vectors_only(new, NOTE, limit=10)]
+        assert old_id not in [h.entry_id for h in new.recall(NOTE, limit=10)]
+        assert top(new.recall(PROMPT)) == new_id
+    with Store(folder, scope="project", maintenance_interval=None) as proj:
+        assert top(proj.recall(NOTE)) == old_id
+
+
+def test_without_vectors_recall_is_full_text(tmp_path):
+    with Store(tmp_path / "gs", vectors=False) as store:
+        eid = store.ingest(RUST, Source(role="tool", command="cargo build")).id
+        hits = store.recall("E0432")
+        assert top(hits) == eid and hits[0].via == "fts"
+        assert recall_vectors_only(store, "E0432") == []
+
+
+def test_not_yet_embedded_entries_are_found_by_full_text(tmp_path, monkeypatch):
+    monkeypatch.setattr(EmbeddingWorker, "start", lambda self: None)  # keep chunks pending
+    with Store(tmp_path / "gs", maintenance_interval=None) as store:
+        assert store.vectors is not None
+        eid = store.ingest(PYTEST, Source(role="tool", command="pytest")).id
+        assert store.pending_count() == 1
+        hits = store.recall("test_login AssertionError")
+        assert top(hits) == eid and hits[0].via == "fts"
+
+
+def test_found_by_both_rankers_beats_found_by_one():
+    """The fusion rule itself, on the real function with a store-shaped stand-in."""
+
+    now = time.time()
+    entries = {
+        e: SimpleNamespace(
+            id=e, cls="log", priority=20.0, created=now, summary=e, original=e, path=None
+        )
+        for e in "abc"
+    }
+
+    class Index:
+        healthy = True
+
+        def query(self, text, k, entry_filter=None):
+            return [("b:0", "b", 0.9), ("c:0", "c", 0.8)]
+
+    fake = SimpleNamespace(
+        vectors=Index(),
+        fts_search=lambda q, n, classes=None: [("a", 9.0), ("b", 8.0)],
+        get_entries=lambda ids: {i: entries[i] for i in ids if i in entries},
+    )
+    assert [h.entry_id for h in recall(fake, "q")] == ["b", "a", "c"]
+
+
+def test_priority_and_recency_only_nudge():
+    now = time.time()
+    fresh_error = SimpleNamespace(priority=100.0, created=now)
+    old_log = SimpleNamespace(priority=0.0, created=now - 30 * 86400)
+    high, low = recall_mod._boost(fresh_error, now), recall_mod._boost(old_log, now)
+    assert high > low >= 1.0
+    assert high / low <= 1.0 + recall_mod.PRIORITY_WEIGHT * 1.5 + recall_mod.RECENCY_WEIGHT + 0.01
