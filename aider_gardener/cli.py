@@ -20,7 +20,9 @@ SHARED_OUTPUTS = Path(__file__).resolve().parents[1].parent / "shared" / "data" 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m aider_gardener", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m aider_gardener", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("compress", help="classify and compress a file, a directory or stdin (-)")
     p.add_argument("path")
@@ -138,12 +140,14 @@ def print_table(results: list[tuple[Path, CompressionResult]]) -> None:
 
 
 def demo(model: str) -> int:
-    """The main job until the replay benchmark lands: before/after on real (or generated) outputs."""
+    """The main job until the replay benchmark lands: before/after on real or generated outputs."""
     if SHARED_OUTPUTS.is_dir():
         files = sorted(
             p
             for p in SHARED_OUTPUTS.iterdir()
-            if p.is_file() and p.suffix in (".log", ".txt", ".json")
+            if p.is_file()
+            and p.suffix in (".log", ".txt", ".json")
+            and not p.name.startswith("LICENSE")
         )
         samples = [(p.name, p.read_bytes(), None) for p in files]
     else:
@@ -162,7 +166,10 @@ def demo(model: str) -> int:
     print(r.summary)
     print(bar)
     print_table([(f, res) for f, res, _ in results])
-    print(f"\ncompress wall time per file (ms): " + ", ".join(f"{f.name.split('_')[0]}={ms:.0f}" for f, _, ms in results))
+    print(
+        "\ncompress wall time per file (ms): "
+        + ", ".join(f"{f.name.split('__')[0]}={ms:.0f}" for f, _, ms in results)
+    )
     return 0
 
 

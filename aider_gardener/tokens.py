@@ -56,7 +56,10 @@ def count_tokens(text: str, model: str | None = "gpt-4o") -> int:
     if not text:
         return 0
     enc_name = encoding_name(model)
-    key = (enc_name, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+    key = (
+        enc_name,
+        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+    )
     with _lock:
         hit = _cache.get(key)
         if hit is not None:

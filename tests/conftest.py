@@ -58,6 +58,9 @@ def tool_output_files() -> list[Path]:
     if not TOOL_OUTPUTS.is_dir():
         return []
     return sorted(
-        p for p in TOOL_OUTPUTS.iterdir() if p.is_file() and p.suffix in (".log", ".txt", ".json")
+        p
+        for p in TOOL_OUTPUTS.iterdir()
+        if p.is_file()
+        and p.suffix in (".log", ".txt", ".json")
         and not p.name.startswith("LICENSE")
     )

@@ -21,7 +21,7 @@ def test_critical_facts_survive(path):
 
 
 def test_the_fact_extractor_finds_facts_in_real_outputs(tool_outputs_dir):
-    """Guards the check itself: an extractor that finds nothing would make the test above vacuous."""
+    """Guards the check itself: an extractor finding nothing would make the test above vacuous."""
     from tests.critical_facts import error_codes, exception_lines, failing_tests
 
     pytest_log = (tool_outputs_dir / "pytest_failures_typeerror__X_Ray_LLM.log").read_text()

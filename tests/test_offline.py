@@ -6,8 +6,7 @@ import textwrap
 
 
 def test_import_count_and_compress_with_network_disabled(tmp_path):
-    code = textwrap.dedent(
-        """
+    code = textwrap.dedent("""
         import os, socket
         for k in ("TIKTOKEN_CACHE_DIR", "LITELLM_LOCAL_MODEL_COST_MAP", "HF_HUB_OFFLINE"):
             os.environ.pop(k, None)
@@ -25,8 +24,7 @@ def test_import_count_and_compress_with_network_disabled(tmp_path):
         r = compress("INFO step 1 ok\\n" * 500 + "ERROR boom\\n")
         assert "boom" in r.summary
         print("OK")
-        """
-    )
+        """)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -6,8 +6,7 @@ import textwrap
 
 
 def test_model_info_comes_from_litellm_bundle_without_network(tmp_path):
-    code = textwrap.dedent(
-        """
+    code = textwrap.dedent("""
         import socket
         def deny(*a, **k):
             raise RuntimeError("network access attempted")
@@ -20,8 +19,7 @@ def test_model_info_comes_from_litellm_bundle_without_network(tmp_path):
         info = models.model_info_manager.get_model_info("gpt-4o")
         assert info.get("max_input_tokens", 0) >= 100000, info
         print("OK")
-        """
-    )
+        """)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr[-2000:]

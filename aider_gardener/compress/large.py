@@ -44,7 +44,9 @@ def compress_large(text: str, opts: CompressOptions) -> Compressed:
     out.append(f"… {n_lines - len(head) - len(tail):,} lines omitted; problem lines among them:")
     out.extend(problems)
     if total > len(problems):
-        out.append(f"… {total - len(problems):,} more error/warning lines (repeats or over the cap)")
+        out.append(
+            f"… {total - len(problems):,} more error/warning lines (repeats or over the cap)"
+        )
     out.extend(tail)
     out.append(
         f"[large output: {len(text):,} chars, {n_lines:,} lines, {total:,} error/warning lines;"
