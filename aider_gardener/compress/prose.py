@@ -2,15 +2,26 @@
 
 An assistant reply that has already been acted on is mostly connective tissue; what the model
 still needs are the concrete statements: names, paths, numbers, commands. So the text is cut into
-units (sentences of paragraphs, list items, table rows, quote lines) and kept in tiers: headings,
-code and the first and last sentence of every paragraph (they frame it); then units carrying a
-fact (identifier, path, number, URL, inline code) not kept yet; then the best of the rest by
-TextRank (PageRank over a TF-IDF cosine graph of the units, with networkx) up to about 55% of the
-tokens. Kept units stay verbatim, in order and in their markdown layout; a gap shows as ``…``.
+units (sentences of paragraphs, list items, table rows, quote lines) and the output keeps, verbatim
+and in their markdown layout, headings, code, the first sentence of every paragraph and, where a
+paragraph has three sentences or more, its last one: the first says what the paragraph is about,
+the last how it ends; in a paragraph of two the "frame" would be all of it, so there only the
+first is certain to stay. A block of separate lines (settings, code outside a fence) is a
+paragraph whose sentences are its lines. A dropped run of units shows as ``…``.
 
-Coding chat is so dense in names that keeping every sentence that has one keeps ~90% of it, so
-fact-bearing units are kept only up to 60% of the tokens; past that a dropped unit's facts are
-listed in its gap (``… [mentions: foo.py, run_tests]``). Every fact survives either way.
+Every fact (identifier, path, number, URL, inline code, error code, exception) survives: a fact
+of a dropped unit that nothing kept carries is listed in the gap (``… [mentions: foo.py,
+run_tests]``). Coding chat is so dense in names that keeping every sentence with one keeps ~90%
+of it, whereas listing the names costs only the names. Since a fact costs its tokens either way,
+a unit costs only what it adds beyond its facts. Units are added, those with a fact not kept yet
+first, then best first by TextRank score (PageRank over a TF-IDF cosine graph, with networkx) per
+added token, until the whole output (gaps, lists and marker included) reaches ``TARGET_RATIO``
+of the input. On real assistant replies that lands between 0.5 and 0.6 overall: plain prose
+meets the target, while the frames and fact lists of name-dense replies exceed it.
+
+Model reasoning recorded in a reply (``<thinking-content-…>``, ``<think>`` blocks) is scratch
+work: it keeps its tags, its first sentence and lines with a critical fact; the rest becomes one
+gap listing its facts.
 
 Re-compressing changes nothing: short texts and texts carrying the
 ``[prose: kept N of M sentences]`` marker are returned as they are.
@@ -18,6 +29,7 @@ Re-compressing changes nothing: short texts and texts carrying the
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -27,13 +39,13 @@ from ..types import Compressed, CompressOptions
 
 MARKER_RE = re.compile(r"^\[prose: kept \d+ of \d+ sentences\]$", re.M)
 
-TARGET_RATIO = 0.55
-UPPER_RATIO = 0.6  # fact-bearing sentences beyond this are dropped, their facts listed instead
+TARGET_RATIO = 0.5
 MIN_TOKENS = 60  # at or below this a text is already as short as it usefully gets
 MIN_UNITS = 4  # three sentences or fewer: nothing worth ranking
 MAX_GRAPH_UNITS = 3000  # beyond this, rank by similarity to the whole text (linear, no graph)
 MAX_EDGE_DF = 150  # words in more units than this add edges everywhere and rank nothing
 GAP = "…"
+GAP_TOKENS = 4  # "…" with its line break or space, and "[mentions: ]" most gaps carry
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
@@ -42,6 +54,9 @@ _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+")
 _TABLE = re.compile(r"^\s*\|")
 _TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]*-{3,}[\s:|-]*$")
 _QUOTE = re.compile(r"^\s{0,3}>")
+# Model reasoning Aider records inside a reply, each tag alone on its line.
+_REASONING_OPEN = re.compile(r"^\s*<(think|thinking|reasoning|thinking-content-[0-9a-f]+)>\s*$")
+_REASONING_CLOSE = re.compile(r"^\s*</(think|thinking|reasoning|thinking-content-[0-9a-f]+)>\s*$")
 
 _BOUNDARY = re.compile(r"[.!?]+[\"')\]*_]*\s+(?=[\"'(\[`*_#]*[A-Z0-9])")
 _ABBREVIATIONS = frozenset(
@@ -94,6 +109,7 @@ class _Unit:
     tokens: int = 0
     score: float = 0.0
     kept: bool = False
+    scratch: bool = False  # part of a reasoning block: kept only when it carries a critical fact
     mentions: list[str] = field(default_factory=list)  # facts shown in its gap if dropped
 
 
@@ -101,7 +117,9 @@ class _Unit:
 class _Block:
     """Markdown layout. ``fixed`` blocks (headings, code, blank lines) are copied verbatim."""
 
-    kind: str  # "para", "lines" (a paragraph of separate lines), "list", "table", "quote", "fixed"
+    # "para", "lines" (a paragraph of separate lines), "list", "table", "quote", "reasoning"
+    # (a model's thinking block, tags included), "fixed"
+    kind: str
     lines: list[str]
     units: list[_Unit] = field(default_factory=list)
 
@@ -140,10 +158,25 @@ def _blocks(lines: list[str]) -> list[_Block]:
     """Paragraphs, lists, tables, quotes and verbatim lines, in order. Line-based on purpose:
     assistant markdown is loose (lists without blank lines, fences inside items)."""
     blocks: list[_Block] = []
+    closes: dict[str, list[int]] = {}  # reasoning tag name -> lines closing it, ascending
+    for at, line in enumerate(lines):
+        if "</" in line:
+            closed = _REASONING_CLOSE.match(line)
+            if closed:
+                closes.setdefault(closed.group(1), []).append(at)
     i = 0
     n = len(lines)
     while i < n:
         line = lines[i]
+        opened = _REASONING_OPEN.match(line)
+        if opened:
+            after = closes.get(opened.group(1), [])
+            at = bisect.bisect_right(after, i)
+            if at < len(after):
+                end = after[at]
+                blocks.append(_Block("reasoning", lines[i : end + 1]))
+                i = end + 1
+                continue
         fence = _FENCE.match(line)
         if fence:
             end = i + 1
@@ -188,6 +221,14 @@ def _continues(kind: str, line: str) -> bool:
 def _units(block: _Block) -> list[_Unit]:
     if block.kind == "fixed":
         return []
+    if block.kind == "reasoning":  # the first sentence, then line by line
+        units: list[_Unit] = []
+        for line in block.lines[1:-1]:
+            if units:
+                units.append(_Unit("line", line))
+            elif line.strip() and not _REASONING_OPEN.match(line):
+                units.extend(_Unit("line", s) for s in split_sentences(line))
+        return [u for u in units if u.text.strip()]
     if block.kind == "para":
         if _wrapped(block.lines):
             return [_Unit("sentence", s) for s in split_sentences("\n".join(block.lines))]
@@ -253,61 +294,89 @@ def _facts(text: str) -> list[str]:
 def _choose(blocks: list[_Block], units: list[_Unit], opts: CompressOptions, total: int) -> None:
     """Which units survive.
 
-    1. Always: headings, code, the first and last sentence of each paragraph (they frame it),
-       table headers, units naming a hot identifier or carrying a critical fact (exception,
-       error code, file:line, failing test).
-    2. Best-ranked first, every unit carrying a fact (name, path, number, URL, code) that no kept
-       unit carries yet, while the kept tokens stay within ``UPPER_RATIO``. Past that, the unit is
-       dropped and its new facts are listed in its gap, so every fact still survives verbatim;
-       technical chat is so dense in names that keeping all such sentences keeps ~90% of it.
-       A unit that only repeats facts already kept competes on rank like any other.
-    3. The best-ranked of the rest, up to ``TARGET_RATIO``.
+    1. Always: headings, code, the first sentence of each paragraph and the last of one with
+       three or more, table headers, the first sentence of a reasoning block, units naming a hot
+       identifier or carrying a critical fact (exception, error code, file:line, failing test).
+    2. Every fact (name, path, number, URL, code) of a dropped unit that no kept unit carries
+       is listed in the unit's gap, so a fact costs its tokens whether or not its unit is kept.
+       Keeping a unit therefore costs only its tokens beyond the facts it would otherwise leave
+       in a gap. Units are added while the whole stays within ``TARGET_RATIO``: first those
+       with a fact not kept yet (a name reads best in its sentence), then the rest, each tier
+       by rank per extra token, so a sentence that is mostly names is nearly free and one of
+       filler competes on its TextRank score alone. Reasoning blocks take no part: scratch work.
     """
     hot_words = [h for h in opts.hot if h]
-    covered: set[str] = set()
-    used = 0
+    fixed_facts: set[str] = set()
+    used = count_tokens(f"\n[prose: kept {len(units)} of {len(units)} sentences]", opts.model)
     for block in blocks:
         if block.kind == "fixed":
             fixed = "\n".join(block.lines)
-            covered.update(_facts(fixed))
+            fixed_facts.update(_facts(fixed))
             used += count_tokens(fixed, opts.model) if fixed.strip() else 0
             continue
-        if block.kind in ("para", "lines"):
-            block.units[0].kept = block.units[-1].kept = True
+        if block.kind in ("para", "lines", "reasoning") and block.units:
+            block.units[0].kept = True
+        if block.kind in ("para", "lines") and len(block.units) >= 3:
+            block.units[-1].kept = True
+        if block.kind == "reasoning":
+            used += count_tokens(block.lines[0] + "\n" + block.lines[-1], opts.model)
         if block.kind == "table":
             block.units[0].kept = True  # the header row names the columns
         for u in block.units:
+            u.scratch = block.kind == "reasoning"
             if block.kind == "table" and _TABLE_RULE.match(u.text):
                 u.kept = True
             elif _CRITICAL.search(u.text):
                 u.kept = True
             elif hot_words and any(h in u.text for h in hot_words):
                 u.kept = True
-    facts = {id(u): _facts(_ITEM.sub("", u.text, 1) if u.kind == "item" else u.text) for u in units}
+    facts = {id(u): _facts(_ITEM.sub("", u.text, 1)) for u in units}
+    covered = set(fixed_facts)
     for u in units:
         if u.kept:
             covered.update(facts[id(u)])
             used += u.tokens
-    ranked = sorted((u for u in units if not u.kept), key=lambda u: -u.score)
-    upper = int(UPPER_RATIO * total)
-    for u in ranked:
-        new = [f for f in facts[id(u)] if f not in covered]
-        if not new:
-            continue
-        if used + u.tokens <= upper:
+    costs: dict[str, int] = {}
+
+    def cost(fact: str) -> int:  # a listed fact costs its tokens and a separator
+        if fact not in costs:
+            costs[fact] = count_tokens(fact, opts.model) + 1
+        return costs[fact]
+
+    pending = {f for u in units if not u.kept for f in facts[id(u)]} - covered
+    used += sum(cost(f) for f in pending)
+    neighbours: dict[int, tuple[_Unit | None, _Unit | None]] = {}
+    for block in blocks:
+        for i, u in enumerate(block.units):
+            before = block.units[i - 1] if i else None
+            after = block.units[i + 1] if i + 1 < len(block.units) else None
+            neighbours[id(u)] = (before, after)
+            if not u.kept and (before is None or before.kept):
+                used += GAP_TOKENS
+
+    def extra(u: _Unit) -> int:
+        """What keeping ``u`` adds: its tokens, less the facts it takes out of the gaps, and
+        one gap more if it splits a run of dropped units, one less if it fills a gap."""
+        open_sides = sum(1 for x in neighbours[id(u)] if x is not None and not x.kept)
+        gaps = GAP_TOKENS * (open_sides - 1)
+        return u.tokens + gaps - sum(cost(f) for f in facts[id(u)] if f in pending)
+
+    budget = TARGET_RATIO * total
+    candidates = [u for u in units if not u.kept and not u.scratch]
+    candidates.sort(
+        key=lambda u: (pending.isdisjoint(facts[id(u)]), -u.score * u.tokens / max(extra(u), 1))
+    )
+    for u in candidates:
+        delta = extra(u)
+        if delta <= 0 or used + delta <= budget:
             u.kept = True
-            used += u.tokens
-            covered.update(facts[id(u)])
-        else:
-            u.mentions = new
-            used += sum(count_tokens(f, opts.model) + 1 for f in new)
-            covered.update(new)
-    budget = int(TARGET_RATIO * total)
-    for u in ranked:
-        if not u.kept and used + u.tokens <= budget:
-            u.kept = True
-            used += u.tokens
-            u.mentions = []
+            used += delta
+            pending.difference_update(facts[id(u)])
+    covered = fixed_facts | {f for u in units if u.kept for f in facts[id(u)]}
+    for u in units:  # each fact listed once, in the first gap it falls in
+        if not u.kept:
+            u.mentions = [f for f in facts[id(u)] if f not in covered]
+            covered.update(u.mentions)
 
 
 def _rank(units: list[_Unit]) -> None:
@@ -385,6 +454,8 @@ def _render(blocks: list[_Block]) -> str:
             out.extend(block.lines)
         elif block.kind == "para":
             out.append(" ".join(_with_gaps(block.units)))
+        elif block.kind == "reasoning":
+            out.extend([block.lines[0], *_with_gaps(block.units, indent=True), block.lines[-1]])
         elif block.kind == "lines":
             out.extend(_with_gaps(block.units, indent=True))
         else:

@@ -119,23 +119,55 @@ def test_first_and_last_sentence_of_each_paragraph_survive_in_order():
     assert all(p >= 0 for p in positions), "every kept piece is verbatim from the original"
 
 
-def test_sentences_with_facts_are_kept():
-    facts = [
-        "Call load_config() before anything else.",
-        "The handler lives in src/server/routes.py and nowhere else.",
-        "Read https://docs.example.org/setup for the details.",
-        "Set `retries` higher if the network is flaky.",
-        "The parseHeader helper is the one to change.",
-        "Bump it to version 42 when you release.",
-    ]
-    paras = []
-    for i, fact in enumerate(facts):
-        paras.append(" ".join([FILLER[i], FILLER[i + 1], fact, FILLER[i + 2], FILLER[i + 3]]))
+def test_two_sentence_paragraphs_keep_only_their_first_sentence_for_sure():
+    paras = [f"{FILLER[i % 10]} {FILLER[(i + 3) % 10]}" for i in range(12)]
     text = "\n\n".join(paras)
     out = _run(text)
-    for fact in facts:
-        assert fact in out
-    assert count_tokens(out) < count_tokens(text)
+    for para in paras:
+        assert split_sentences(para)[0] in out
+    seconds = [split_sentences(p)[1] for p in paras]
+    # Every first sentence is kept, so a dropped second sentence is the only way to shrink.
+    assert sum(1 for p, s in zip(out.split("\n\n"), seconds) if s not in p) >= 3
+    assert count_tokens(out) <= 0.8 * count_tokens(text)
+
+
+FACT_SENTENCES = {  # sentence -> the fact it carries
+    "Call load_config() before anything else.": "load_config",
+    "The handler lives in src/server/routes.py and nowhere else.": "src/server/routes.py",
+    "Read https://docs.example.org/setup for the details.": "https://docs.example.org/setup",
+    "Set `retries` higher if the network is flaky.": "retries",
+    "The parseHeader helper is the one to change.": "parseHeader",
+    "Bump it to version 42 when you release.": "42",
+}
+
+
+def _with_facts(per: int) -> str:
+    """Paragraphs of ``per`` sentences, each with one fact sentence in the middle."""
+    paras = []
+    for i, fact in enumerate(FACT_SENTENCES):
+        filler = [FILLER[(i + j) % len(FILLER)] for j in range(per - 1)]
+        paras.append(" ".join(filler[:2] + [fact] + filler[2:]))
+    return "\n\n".join(paras)
+
+
+def test_sentences_with_facts_win_over_filler_when_the_budget_allows():
+    text = _with_facts(8)
+    out = _run(text)
+    for sentence in FACT_SENTENCES:
+        assert sentence in out
+    assert count_tokens(out) <= 0.6 * count_tokens(text)
+
+
+def test_facts_of_dropped_sentences_are_listed_in_their_gap():
+    text = _with_facts(5)  # the frame of each paragraph alone is 40% of it
+    out = _run(text)
+    assert count_tokens(out) <= 0.6 * count_tokens(text)
+    gone = [s for s in FACT_SENTENCES if s not in out]
+    assert gone, "the budget leaves room for only some of the fact sentences"
+    mentions = re.findall(r"\[mentions: ([^\]]*)\]", out)
+    listed = {fact for m in mentions for fact in m.split(", ")}
+    for sentence in gone:
+        assert FACT_SENTENCES[sentence] in listed, (sentence, out)
 
 
 def test_hot_identifiers_and_critical_facts_are_kept():
@@ -149,6 +181,60 @@ def test_hot_identifiers_and_critical_facts_are_kept():
         assert sentence in out
 
 
+REASONING_BODY = [
+    "The user wants the server to start faster.",
+    "",
+    "## Looking at startup",
+    "- " + FILLER[0],
+    "- The slow part is load_plugins() in src/app/plugins.py, which takes 30 seconds.",
+    "- " + FILLER[1],
+    "",
+    " ".join(FILLER[2:7]),
+    "KeyError: 'plugin_dir' is raised when the config has no plugins section",
+    " ".join(FILLER[7:10]),
+]
+
+
+@pytest.mark.parametrize(
+    "tag", ["thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b", "think"], ids=["aider", "think"]
+)
+def test_reasoning_keeps_its_first_sentence_critical_lines_and_facts(tag):
+    reply = " ".join(FILLER[:6])
+    text = "\n".join([f"<{tag}>", "", *REASONING_BODY, f"</{tag}>", "", reply])
+    out = _run(text)
+    lines = out.splitlines()
+    start, end = lines.index(f"<{tag}>"), lines.index(f"</{tag}>")
+    inside = lines[start + 1 : end]
+    critical = REASONING_BODY[-2]
+    assert inside[0] == REASONING_BODY[0]
+    assert critical in inside
+    gaps = [x for x in inside if x.lstrip().startswith("…")]
+    assert len(inside) == 2 + len(gaps) and 1 <= len(gaps) <= 2, inside
+    mentions = " ".join(gaps)
+    for fact in ["load_plugins", "src/app/plugins.py", "30"]:
+        assert fact in mentions
+    assert "## Looking at startup" not in out, "headings of scratch work go too"
+    assert FILLER[0] in out, "the reply after the reasoning keeps its first sentence"
+
+
+def test_reasoning_is_compressed_harder_than_the_reply():
+    body = [" ".join(FILLER[i : i + 5]) for i in range(5)]
+    reasoning = "\n".join(["<think>", *body, "</think>"])
+    reply = "\n\n".join(body)
+    out = _run(reasoning + "\n\n" + reply)
+    think_out, _, reply_out = out.partition("</think>")
+    assert count_tokens(think_out) <= 0.4 * count_tokens(reasoning)
+    assert count_tokens(reply_out) > count_tokens(think_out)
+
+
+def test_unclosed_reasoning_tag_is_ordinary_text():
+    text = "<think>\n\n" + _essay(3, 6)
+    out = _run(text)
+    assert out.startswith("<think>\n")
+    for para in _essay(3, 6).split("\n\n"):
+        assert split_sentences(para)[0] in out
+
+
 def test_fact_dense_text_drops_sentences_but_lists_their_facts():
     names = [f"module_{i}.handler_{i}" for i in range(40)]
     text = "\n\n".join(
@@ -157,7 +243,9 @@ def test_fact_dense_text_drops_sentences_but_lists_their_facts():
         for n in names
     )
     out = _run(text)
-    assert count_tokens(out) <= 0.85 * count_tokens(text)  # the frame sentences alone are ~40%
+    # The frame sentences alone are ~35% and the listed names ~30%: over the target, but far
+    # below keeping every sentence with a name (all of them).
+    assert count_tokens(out) <= 0.75 * count_tokens(text)
     assert "[mentions:" in out
     for n in names:
         assert n in out
@@ -201,6 +289,9 @@ def test_separate_lines_keep_their_breaks_and_indentation():
         "\x1b[31mRed text here.\x1b[0m " * 300,
         "```\n" + "unterminated fence\n" * 500,
         "| a | b |\n|---|---|\n" + "| 1 | 2 |\n" * 500,
+        "<think>\n" * 50_000,
+        "".join(f"<thinking-content-{i:x}>\nThe user wants {i} things.\n" for i in range(20_000)),
+        "<think>\n<think>\n" + _essay(2, 6) + "\n</think>\n</think>\n" + _essay(2, 6),
     ],
     ids=[
         "empty",
@@ -213,6 +304,9 @@ def test_separate_lines_keep_their_breaks_and_indentation():
         "ansi",
         "open-fence",
         "table",
+        "unclosed-reasoning",
+        "distinct-reasoning-tags",
+        "nested-reasoning",
     ],
 )
 def test_hostile_input_never_crashes_or_grows(text):
@@ -221,7 +315,7 @@ def test_hostile_input_never_crashes_or_grows(text):
 
 _words = st.sampled_from(
     "the a garden plant water soil foo.py load_config() v1.2.3 https://x.org/a e.g. 3.14 "
-    "`code` camelCase Dotted.name - * # | > 1. ``` \n \n\n . ! ? , : ;".split(" ")
+    "`code` camelCase Dotted.name - * # | > 1. ``` \n \n\n . ! ? , : ; <think> </think>".split(" ")
 )
 
 
@@ -273,35 +367,49 @@ def _assistant_prose(path: Path) -> list[str]:
     return [r for r in replies if len(r) > 400 and not any(t in r for t in _TOOLISH)]
 
 
+_REASONING = re.compile(r"^<(thinking-content-\w+|think)>$.*?^</\1>$", re.M | re.S)
+
+
+def _lost_facts(original: str, out: str) -> list[str]:
+    """Facts (names, paths, numbers, URLs, code) of ``original`` found nowhere in ``out``; list
+    markers (``1.``) are layout, not facts."""
+    from aider_gardener.compress.prose import _facts
+
+    flat = " ".join(out.split())
+    unnumbered = re.sub(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+", r"\1", original, flags=re.M)
+    return [f for f in _facts(unnumbered) if " ".join(f.split()) not in flat]
+
+
 def test_real_assistant_replies(histories_dir):
-    tokens_in = tokens_out = 0
+    tokens_in = tokens_out = think_in = think_out = 0
     replies = [r for p in sorted(histories_dir.glob("*.md")) for r in _assistant_prose(p)]
     assert len(replies) > 100
     for reply in replies:
         out = _run(reply)
         assert not missing_facts(reply, out)
+        assert not _lost_facts(reply, out), reply[:80]
         pieces = _kept_pieces(out)
         assert all(piece in reply for piece in pieces if "\n" not in piece)
         tokens_in += count_tokens(reply)
         tokens_out += count_tokens(out)
-    # Coding chat is dense in names and paths that must all survive; measured ~0.74.
-    assert tokens_out / tokens_in < 0.8
+        think_in += sum(count_tokens(m.group(0)) for m in _REASONING.finditer(reply))
+        think_out += sum(count_tokens(m.group(0)) for m in _REASONING.finditer(out))
+    # The issue's target; name-dense replies exceed it, plain ones meet it (measured 0.56).
+    assert 0.5 <= tokens_out / tokens_in <= 0.6
+    if think_in:  # first sentence and fact list; the two tags alone are ~1/8 of the input
+        assert think_out <= 0.4 * think_in
 
 
 def test_real_documentation_keeps_every_fact():
     docs = sorted(AIDER_DOCS.rglob("*.md")) if AIDER_DOCS.is_dir() else []
     if not docs:
         pytest.skip("aider's documentation is not installed")
-    from aider_gardener.compress.prose import _facts
-
     shrunk = 0
     for doc in docs:
         text = doc.read_text(encoding="utf-8")
         out = _run(text)
         shrunk += out != text
-        flat = " ".join(out.split())
-        unnumbered = re.sub(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+", r"\1", text, flags=re.M)
-        lost = [f for f in _facts(unnumbered) if " ".join(f.split()) not in flat]
+        lost = _lost_facts(text, out)
         assert not lost, (doc.name, lost[:5])
     assert shrunk >= len(docs) // 2
 
