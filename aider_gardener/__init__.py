@@ -1,6 +1,9 @@
 """aider-gardener: incremental garbage collection for Aider's chat context.
 
-Importing the package makes it offline (see ``offline``) before any dependency loads.
+Importing the package makes it offline (see ``offline``) before any dependency loads. The content
+pipeline's entry point is ``aider_gardener.pipeline.compress``; it is not re-exported here because
+the ``aider_gardener.compress`` name belongs to the compressors subpackage (a function of that name
+would be replaced by the subpackage as soon as it is imported).
 """
 
 from . import offline  # noqa: F401  (must run first)
@@ -10,19 +13,11 @@ from .types import CompressionResult, CompressOptions, ContentClass, Segment, So
 __version__ = "0.1.0"
 
 
-def compress(data, source=None, opts=None, cls=None) -> CompressionResult:
-    """Classify and compress one input; see ``aider_gardener.pipeline.compress``."""
-    from .pipeline import compress as _compress
-
-    return _compress(data, source=source, opts=opts, cls=cls)
-
-
 __all__ = [
     "CompressOptions",
     "CompressionResult",
     "ContentClass",
     "Segment",
     "Source",
-    "compress",
     "count_tokens",
 ]

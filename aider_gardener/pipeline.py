@@ -71,7 +71,7 @@ def compress(
     if decoded.binary:
         segs = [Segment(ContentClass.LOG, 0, len(original), original)]
         return _result(original, decoded.text, segs, [decoded.text], notes, opts, raw)
-    if HANDLE_PREFIX in text:  # already a summary: compressing it again must change nothing
+    if _is_summary(text):  # compressing a summary again must change nothing
         seg = Segment(cls or ContentClass.LOG, 0, len(original), original)
         return _result(original, original, [seg], [original], notes, opts, raw)
     if len(text) > LARGE_CHARS:
@@ -143,6 +143,12 @@ def _with_run_summary(summary: str, run: testrun.TestRun) -> str:
     if missing:
         lines.insert(0, "failing (not shown above): " + ", ".join(missing))
     return summary.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+
+
+def _is_summary(text: str) -> bool:
+    """A summary ends with its handle line; text that merely quotes the marker is not one."""
+    tail = text.rstrip()
+    return tail[tail.rfind("\n") + 1 :].startswith(HANDLE_PREFIX)
 
 
 def _with_path(opts: CompressOptions, path: str) -> CompressOptions:

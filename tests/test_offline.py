@@ -16,7 +16,8 @@ def test_import_count_and_compress_with_network_disabled(tmp_path):
         socket.create_connection = deny
         socket.getaddrinfo = deny
         import aider_gardener
-        from aider_gardener import count_tokens, compress
+        from aider_gardener import count_tokens
+        from aider_gardener.pipeline import compress
         assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
         assert os.environ["HF_HUB_OFFLINE"] == "1"
         assert count_tokens("hello world", "gpt-4o") > 0

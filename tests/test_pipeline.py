@@ -307,3 +307,9 @@ def test_benchmark_split_pytest_log(benchmark, tool_outputs_dir):
     data = (tool_outputs_dir / "pytest_long_warnings__STREAMLINE.log").read_bytes()
     result = benchmark(compress, data, Source(role="tool"))
     assert result.tokens_summary < result.tokens_original
+
+
+def test_text_quoting_the_handle_marker_is_still_compressed():
+    text = "Summaries end with `[full output stored: id=…]` lines.\n" + "INFO step ok\n" * 400
+    result = compress(text, source=Source(role="tool"))
+    assert result.tokens_summary < result.tokens_original / 5
