@@ -1,0 +1,406 @@
+"""``.aider.chat.history.md`` (+ optional ``.aider.input.history``) into one replay per session.
+
+Aider's own ``split_chat_history_markdown`` is not used: it falls into the traps of this format,
+which the parser below handles from how ``aider/io.py`` writes the file:
+
+* only the *first* line of a multi-line tool message starts with ``> ``; the message ends at the
+  line Aider closed with two trailing spaces, so continuation lines are tool text, not reply;
+* user input is written as ``#### `` lines, but assistant markdown has ``####`` headings and
+  ``>`` quotes too: lines inside a reply's code fence are reply text, and when the input history
+  is given, a ``#### `` line right after reply text is user input only if the user typed it;
+* a reply cut off inside a code fence (interrupted, or out of tokens) would swallow the rest
+  of the session; Aider's own lines after a reply (``Tokens: … sent``, ``Applied edit``,
+  ``Commit``) and typed commands end it;
+* current Aider logs ``Added N lines of output to the chat`` without the output. Where the file
+  has the output (older Aider, e.g. Aider's own history) the ``run`` event keeps it; otherwise
+  the event carries a marker and ``gap: true``.
+
+Every session is replayed with ``gpt-4o`` (the original model is kept in ``notes``) so every
+replay is measured with one tokenizer and window. Probes are made from facts said once, early:
+error lines of command output, commit hashes, files edited by a reply, decisions; each asked at
+the end of the session (or 40 turns after it was said, when the session is that long).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..format import Replay
+
+MODEL = "gpt-4o"
+WINDOW = 128000
+SESSION_START = re.compile(r"^# aider chat started at (.+?)\s*$")
+MODEL_LINE = re.compile(r"^(?:Main model|Model): (\S+) with (?:\S+ )?(\S+) edit format")
+RUN_COMMAND = re.compile(r"^(?:/(run|test)\s+|!)(.+)$", re.DOTALL)
+SHELL_RUNNING = re.compile(r"^Running (.+)$")
+ADDED_OUTPUT = re.compile(r"^Added (\d+) lines? of output to the chat\.?$")
+COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) (.+)$")
+COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,12}\b")
+EDITED_FILE = re.compile(r"^([\w./@-]+\.\w+)\n```[\w+-]*\n<{5,9} SEARCH", re.MULTILINE)
+ERROR_LINE = re.compile(
+    r"^(?:E\s+)?(?:[\w.]*(?:Error|Exception)\b[:(].{8,160}|error(?:\[\w+\])?: .{8,160}"
+    r"|FAILED \S+.*)$",
+    re.MULTILINE,
+)
+DECISION = re.compile(
+    r"(?:[^.!?\n]*\b(?:decided|decision|we will|we'll use|let's use|I recommend|chosen)\b"
+    r"[^.!?\n]*[.!?])",
+    re.IGNORECASE,
+)
+CHROME = re.compile(
+    r"^(?:Tokens: |Add .*tokens of command output|Add command output|Run shell command|"
+    r"Running |Added \d+ lines? of output|Applied edit to |Commit [0-9a-f]{7}|"
+    r"You can use /undo|Cost: |Aider v|Git repo:|Repo-map:|Weak model:|Main model:|Model:|"
+    r"Use /help|Warning: |Newer aider version|Added .* to the chat|Dropping |Removed .* from)"
+)
+# Lines Aider writes right after a reply; they end it even if it stopped inside a code fence.
+REPLY_END = re.compile(
+    r"^(?:Tokens: [\d.,]+k? sent|Applied edit to |Commit [0-9a-f]{7}|Removed: [0-9a-f]{7}|"
+    r"Did not apply edit|Only \d+ reflections|Model \S+ has hit a token limit|"
+    r"The LLM did not conform|\^C )"
+)
+EDIT_FORMATS = {"diff", "whole", "udiff", "diff-fenced", "ask", "architect", "editor-diff"}
+PROBE_DISTANCE = 40
+EARLY_SHARE = 0.5
+MAX_PROBES = 12
+
+
+@dataclass
+class Message:
+    role: str  # user, assistant, tool
+    text: str
+
+
+@dataclass
+class Session:
+    started: str
+    messages: list[Message] = field(default_factory=list)
+
+
+def _strip_break(line: str) -> str:
+    return line[:-2] if line.endswith("  ") else line
+
+
+def parse_sessions(text: str, typed: list[str] | None = None) -> list[Session]:
+    """The sessions of a chat history file, each a list of user/assistant/tool messages."""
+    sessions: list[Session] = [Session("")]
+    typed_left = Counter(t.strip() for t in typed or [])
+    lines = text.splitlines()
+    i = 0
+    current: Message | None = None
+    in_fence = False
+
+    def push(msg: Message) -> Message:
+        sessions[-1].messages.append(msg)
+        return msg
+
+    while i < len(lines):
+        line = lines[i]
+        start = SESSION_START.match(line)
+        if start:
+            sessions.append(Session(start.group(1)))
+            current, in_fence = None, False
+            i += 1
+            continue
+        in_reply = current is not None and current.role == "assistant"
+        if in_fence and (
+            (line.startswith("> ") and REPLY_END.match(line[2:]))
+            or (line.startswith("#### /") and typed_left[_strip_break(line[5:]).strip()] > 0)
+        ):
+            in_fence = False  # a reply cut off inside a code fence: Aider's own lines end it
+        if line.startswith("> ") or line == ">":
+            if in_reply and in_fence:
+                current.text += line + "\n"
+                i += 1
+                continue
+            # a tool message: this line, plus continuation lines up to the one Aider closed
+            body = [line[2:]]
+            closed = line.endswith("  ") or line == ">"
+            j = i + 1
+            while not closed and j < len(lines):
+                nxt = lines[j]
+                if nxt.startswith(("> ", "#### ")) or SESSION_START.match(nxt):
+                    break
+                body.append(nxt)
+                closed = nxt.endswith("  ") and bool(nxt.strip())  # "    " is an empty line
+                j += 1
+            text_ = "\n".join(_strip_break(b) for b in body).rstrip()
+            if current is not None and current.role == "tool":
+                current.text += "\n" + text_
+            else:
+                current = push(Message("tool", text_))
+            in_fence = False
+            i = j
+            continue
+        if line.startswith("#### ") or line == "####":
+            content = _strip_break(line[5:])
+            if content == "<blank>":
+                content = ""
+            is_user = not (in_reply and in_fence)
+            if is_user and typed is not None and in_reply and not content.startswith(("/", "!")):
+                # a heading in a reply, unless the user typed that line (commands are never
+                # headings, so they count even when the input history missed them)
+                is_user = typed_left[content.strip()] > 0
+            if is_user:
+                if typed_left[content.strip()] > 0:
+                    typed_left[content.strip()] -= 1
+                if current is not None and current.role == "user":
+                    current.text += "\n" + content
+                else:
+                    current = push(Message("user", content))
+                in_fence = False
+                i += 1
+                continue
+        # reply text
+        if current is None or current.role != "assistant":
+            if not line.strip():
+                i += 1
+                continue
+            current = push(Message("assistant", ""))
+            in_fence = False
+        current.text += line + "\n"
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        i += 1
+    for s in sessions:
+        for m in s.messages:
+            m.text = m.text.strip("\n")
+    return [s for s in sessions if s.messages]
+
+
+def parse_input_history(text: str) -> list[str]:
+    """Lines the user typed, in order (``+`` lines; multi-line inputs split into lines)."""
+    return [line[1:] for line in text.splitlines() if line.startswith("+")]
+
+
+def _header(session: Session) -> tuple[str | None, str | None]:
+    for m in session.messages:
+        if m.role != "tool":
+            continue
+        for line in m.text.splitlines():
+            found = MODEL_LINE.match(line.strip())
+            if found:
+                return found.group(1), found.group(2)
+    return None, None
+
+
+def _tool_output(texts: list[str]) -> tuple[str, int | None]:
+    """The recorded output among the tool messages following a command (Aider's chrome lines
+    left out), and the line count Aider said it added (None if it did not say)."""
+    added = None
+    bodies = []
+    for text in texts:
+        kept = []
+        for line in text.splitlines():
+            m = ADDED_OUTPUT.match(line.strip())
+            if m:
+                added = int(m.group(1))
+                continue
+            if CHROME.match(line.strip()):
+                continue
+            kept.append(line)
+        body = "\n".join(kept).strip("\n")
+        if body.strip():
+            bodies.append(body)
+    return (max(bodies, key=len) if bodies else ""), added
+
+
+def _gap(added: int | None) -> str:
+    said = f"Added {added} lines of output to the chat" if added is not None else "no output"
+    return f"[output not recorded in the chat history; Aider logged: {said}]"
+
+
+def session_events(session: Session) -> list[dict]:
+    events: list[dict] = []
+    msgs = session.messages
+    i = 0
+    while i < len(msgs):
+        m = msgs[i]
+        i += 1
+        if m.role == "assistant":
+            if events and events[-1]["type"] in ("user", "run", "assistant"):
+                if events[-1]["type"] == "assistant":
+                    events[-1]["content"] += "\n\n" + m.text
+                else:
+                    events.append({"type": "assistant", "content": m.text})
+            continue
+        if m.role == "tool":
+            # shell commands the reply suggested and Aider ran
+            for line in m.text.splitlines():
+                run = SHELL_RUNNING.match(line.strip())
+                if run:
+                    out, added = _tool_output([m.text.split(line, 1)[1]])
+                    if added is not None:
+                        event = {"type": "run", "command": run.group(1), "output": out}
+                        if not out:
+                            event.update(output=_gap(added), gap=True)
+                        events.append(event)
+            continue
+        lines = m.text.split("\n")
+        if len(lines) > 1 and all(ln.startswith("/") for ln in lines if ln.strip()):
+            texts = [ln for ln in lines if ln.strip()]  # several commands typed at once
+        else:
+            texts = [m.text]
+        for text in texts:
+            if not text.strip():
+                continue
+            cmd = RUN_COMMAND.match(text.strip())
+            if cmd:
+                tools = []
+                while i < len(msgs) and msgs[i].role == "tool":
+                    tools.append(msgs[i].text)
+                    i += 1
+                out, added = _tool_output(tools)
+                via = cmd.group(1) or "run"
+                replied = i < len(msgs) and msgs[i].role == "assistant"
+                event = {"type": "run", "command": cmd.group(2).strip(), "output": out}
+                if via == "test":
+                    event["via"] = "test"
+                    event["exit_code"] = 1 if replied and out else 0
+                if not out:
+                    event.update(output=_gap(added), gap=True)
+                events.append(event)
+            else:
+                events.append({"type": "user", "content": text})
+    return events
+
+
+def _turn_texts(events: list[dict]) -> list[tuple[int, str, str, str]]:
+    """(turn, kind, text, what the turn asked) of everything said, turns counted like the
+    runner counts them; what was asked is the prompt or the command, to word questions with."""
+    out, turn, asked = [], 0, ""
+    for e in events:
+        if e["type"] in ("user", "run"):
+            turn += 1
+            asked = e["content"] if e["type"] == "user" else f"`{e['command']}`"
+            asked = " ".join(asked.split())[:80]
+        if e["type"] == "run" and not e.get("gap"):
+            out.append((turn, "run", e["output"], asked))
+        elif e["type"] in ("user", "assistant"):
+            out.append((turn, e["type"], e["content"], asked))
+    return out
+
+
+def _context(text: str, start: int, end: int, width: int = 60) -> str:
+    """The line around a fact with the fact itself blanked out, so the question does not
+    contain its answer."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line = text[line_start : line_end if line_end >= 0 else len(text)]
+    line = line.replace(text[start:end], "…")
+    return " ".join(line.split())[:width]
+
+
+def make_probes(events: list[dict], turns: int) -> list[tuple[int, dict]]:
+    """(after turn, probe) for facts said in one turn only, in the first half of the session.
+    Questions name the turn's prompt or command and never contain the answer."""
+    said = _turn_texts(events)
+    by_turn: dict[int, str] = {}
+    for turn, _, text, _ in said:
+        by_turn[turn] = by_turn.get(turn, "") + "\n" + text
+    early = max(1, int(turns * EARLY_SHARE))
+    probes: list[tuple[int, dict]] = []
+    seen: set[str] = set()
+
+    def add(turn: int, question: str, answer: str, kind: str) -> None:
+        answer = answer.strip()
+        if len(answer) < 6 or answer in seen or turn > early or answer in question:
+            return
+        pattern = re.compile(r"(?<![\w./-])" + re.escape(answer) + r"(?![\w/-])")
+        if sum(bool(pattern.search(t)) for t in by_turn.values()) != 1:
+            return  # said in more than one turn: not a fact said once
+        seen.add(answer)
+        at = min(turns, turn + PROBE_DISTANCE)
+        if at <= turn:
+            return
+        probes.append(
+            (
+                at,
+                {
+                    "type": "probe",
+                    "question": question,
+                    "answers": [answer],
+                    "source_turn": turn,
+                    "kind": kind,
+                },
+            )
+        )
+
+    for turn, kind, text, asked in said:
+        if kind == "run":
+            for m in ERROR_LINE.finditer(text):
+                add(turn, f"What error did {asked} report?", m.group(0), "error")
+        if kind in ("run", "assistant"):
+            for m in COMMIT_HASH.finditer(text):
+                where = _context(text, m.start(), m.end())
+                add(turn, f"Which commit hash was given in: {where}", m.group(0), "commit")
+        if kind == "assistant":
+            for path in EDITED_FILE.findall(text):
+                add(turn, f"Which file was edited for: {asked}", path, "edit")
+            for m in DECISION.finditer(text):
+                sentence = m.group(0).strip()
+                if 30 <= len(sentence) <= 200:
+                    add(turn, f"What was decided about: {asked}", sentence, "decision")
+    probes.sort(key=lambda p: (p[1]["source_turn"], p[0]))
+    return probes[:MAX_PROBES]
+
+
+def _with_probes(events: list[dict], probes: list[tuple[int, dict]]) -> list[dict]:
+    out, turn = [], 0
+    pending = sorted(probes, key=lambda p: p[0])
+    for e in events:
+        if e["type"] in ("user", "run"):
+            while pending and pending[0][0] <= turn:
+                out.append(pending.pop(0)[1])
+            turn += 1
+        out.append(e)
+    out += [p[1] for p in pending]
+    return out
+
+
+def import_text(
+    text: str, name: str, typed: list[str] | None = None, min_turns: int = 2
+) -> list[Replay]:
+    replays = []
+    for k, session in enumerate(parse_sessions(text, typed)):
+        events = session_events(session)
+        turns = sum(1 for e in events if e["type"] in ("user", "run"))
+        replies = sum(1 for e in events if e["type"] == "assistant")
+        if turns < min_turns or not replies:
+            continue
+        model, edit_format = _header(session)
+        meta = {
+            "name": f"{name}--{k:04d}",
+            "source": f"{name} (.aider.chat.history.md), session started {session.started}",
+            "model": MODEL,
+            "max_input_tokens": WINDOW,
+            "notes": f"recorded with {model or 'an unknown model'}",
+        }
+        if edit_format in EDIT_FORMATS:
+            meta["edit_format"] = edit_format
+        events = _with_probes(events, make_probes(events, turns))
+        replays.append(Replay(meta=meta, events=events))
+    return replays
+
+
+def import_path(src: Path, input_history: Path | None = None, min_turns: int = 2) -> list[Replay]:
+    """``src``: a chat history file. The input history is ``input_history``, or found next to it
+    (``.aider.input.history``, or ``input_history/STEM.aider.input.history``)."""
+    src = Path(src)
+    if input_history is None:
+        for candidate in (
+            src.with_name(".aider.input.history"),
+            src.parent / "input_history" / f"{src.stem}.aider.input.history",
+        ):
+            if candidate.is_file() and src.name != candidate.name:
+                input_history = candidate
+                break
+    typed = None
+    if input_history is not None:
+        typed = parse_input_history(input_history.read_text(encoding="utf-8", errors="replace"))
+    name = src.stem.lstrip(".").replace(".aider.chat.history", "") or "aider-history"
+    text = src.read_text(encoding="utf-8", errors="replace")
+    return import_text(text, name, typed, min_turns)

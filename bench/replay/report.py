@@ -1,0 +1,120 @@
+"""The side-by-side table (rich), and the optional plot.
+
+The table shows each replay's modes as columns, with each figure's ratio to plain ``aider``
+underneath, because the claim to check is relative ("≥ 50% fewer prompt tokens than aider").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+ROWS = (
+    ("prompt tokens billed", "prompt_tokens_total", True),
+    ("peak prompt", "prompt_tokens_peak", True),
+    ("requests", "requests", False),
+    ("overflows", "overflows", False),
+    ("LLM summary calls", "llm_summary_calls", False),
+    ("summary input tokens", "llm_summary_input_tokens", False),
+    ("gardener ms p50", "gardener_ms_p50", False),
+    ("gardener ms p95", "gardener_ms_p95", False),
+    ("wall s", "wall_s", False),
+)
+PROBE_ROWS = (
+    ("probe in prompt", "probe_in_prompt"),
+    ("probe in recall@5", "probe_in_recall5"),
+    ("probe in prompt|recall@5", "probe_in_prompt_or_recall5"),
+    ("  at distance ≥ 40", "probe_long"),
+)
+BASELINE = "aider"
+MAX_MODE_COLUMNS = 5
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    return f"{value:,}"
+
+
+def _ratio(value: float, base: float) -> str:
+    if not base:
+        return ""
+    return f" ({value / base:.2f}×)"
+
+
+def _frac(fig: dict[str, int]) -> str:
+    if not fig["n"]:
+        return "–"
+    return f"{fig['hit']}/{fig['n']} ({100 * fig['hit'] / fig['n']:.0f}%)"
+
+
+def build_tables(report: dict[str, Any]) -> list[Any]:
+    from rich.table import Table
+
+    tables = []
+    for name, entry in report["replays"].items():
+        modes = entry["modes"]
+        meta = entry.get("meta", {})
+        table = Table(
+            title=f"{name} ({meta.get('model', '?')}, window {meta.get('max_input_tokens', 0):,})",
+            title_justify="left",
+        )
+        table.add_column("")
+        for mode in modes:
+            table.add_column(mode, justify="right")
+        base = modes.get(BASELINE)
+        for label, key, with_ratio in ROWS:
+            cells = []
+            for fig in modes.values():
+                cell = _num(fig[key])
+                if with_ratio and base is not None:
+                    cell += _ratio(fig[key], base[key])
+                cells.append(cell)
+            table.add_row(label, *cells)
+        for label, key in PROBE_ROWS:
+            table.add_row(label, *[_frac(fig[key]) for fig in modes.values()])
+        tables.append(table)
+    return tables
+
+
+def print_report(report: dict[str, Any], console: Any = None) -> None:
+    from rich.console import Console
+
+    if console is None:
+        console = Console()
+        console.width = max(console.width, 40 + 22 * MAX_MODE_COLUMNS)  # a pipe reports 80
+    for table in build_tables(report):
+        console.print(table)
+    console.print(
+        "Billed = every answered request (the model's and Aider's summarizer's); recall for the"
+        " aider modes counts as a miss (they have none)."
+    )
+
+
+def plot(report: dict[str, Any], out: str | Path) -> str:
+    """Prompt tokens per turn for each mode, one panel per replay. Returns a one-line message
+    (matplotlib is optional and not a dependency)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "--plot needs matplotlib, which is not installed; no plot written."
+    replays = report["replays"]
+    fig, axes = plt.subplots(len(replays), 1, figsize=(9, 3.2 * len(replays)), squeeze=False)
+    for ax, (name, entry) in zip(axes[:, 0], replays.items()):
+        for mode, figures in entry["modes"].items():
+            per_turn = figures["prompt_tokens_per_turn"]
+            ax.plot(range(1, len(per_turn) + 1), per_turn, label=mode)
+        window = entry.get("meta", {}).get("max_input_tokens")
+        if window:
+            ax.axhline(window, color="grey", linestyle=":", label="window")
+        ax.set_title(name)
+        ax.set_xlabel("turn")
+        ax.set_ylabel("prompt tokens")
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return f"plot written to {out}"

@@ -1,0 +1,542 @@
+"""Replay one recorded session through real Aider coders, in one mode, and measure it.
+
+What runs is Aider's own code: ``Coder.create``, ``run_one`` with slash-command preprocessing,
+the ``SwitchCoder`` loop of ``aider.main`` (``/ask``, ``/code``, ``/chat-mode``), ``/run`` and
+``/test`` (with ``run_cmd`` answering the recorded output), edits applied to a temp git repo, the
+summarizer thread. Only the edges are stubbed, so every mode meets the same inputs:
+
+* ``litellm.completion`` returns the recorded reply of the current turn through litellm's own
+  ``mock_response`` (so streaming, cost and exception paths run). A request larger than the
+  replay's window raises litellm's ``ContextWindowExceededError`` as a provider would. Aider's
+  summarizer requests are recognised by its system prompt and answered by a labelled stand-in.
+* the date, platform, shell and language in Aider's system prompt are pinned, HOME is a temp dir.
+* questions Aider asks are answered yes, except adding files the reply merely mentions (files
+  enter the chat through ``add`` events only, so every mode has the same files).
+* reflections are off (``max_reflections = 0``): each recorded reply answers one request; a
+  failed edit costs no extra unrecorded round trip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io as _io
+import os
+import platform
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+import aider_gardener  # noqa: F401  (offline switches before aider/litellm load)
+from aider_gardener.tokens import count_tokens
+
+from .format import TURN_EVENTS, Replay
+
+MODES = ("aider", "aider-fixed", "gardener", "gardener-evict", "gardener-incremental")
+GARDENER_MODES = {
+    "gardener": "rag",
+    "gardener-evict": "evict",
+    "gardener-incremental": "incremental",
+}
+PINNED_DATE = datetime(2025, 1, 15, 12, 0, 0)
+PINNED_PLATFORM = "Linux-6.1.0-replay-x86_64-with-glibc2.36"
+FALLBACK_REPLY = "Ok."
+# Commands passed to Aider as typed; anything else (``/web``, ``/voice``, ``/exit``, ``/undo`` …)
+# needs a network, a terminal or history the replay does not have, and is skipped and counted.
+ALLOWED_COMMANDS = {
+    "ask",
+    "code",
+    "architect",
+    "context",
+    "chat-mode",
+    "add",
+    "drop",
+    "read-only",
+    "clear",
+    "reset",
+    "tokens",
+    "ls",
+    "map",
+    "run",
+    "test",
+}
+STAND_IN_LABEL = "[stand-in for Aider's LLM summary, {tokens} tokens of chat summarized]"
+
+
+@dataclass
+class Request:
+    turn: int
+    tokens: int
+    kind: str  # "main", "summary"
+    overflow: bool = False
+
+
+@dataclass
+class ProbeResult:
+    question: str
+    turn: int
+    source_turn: int
+    in_prompt: bool
+    in_recall5: bool | None  # None: the mode has no recall
+
+    @property
+    def distance(self) -> int:
+        return self.turn - self.source_turn
+
+
+@dataclass
+class ModeRun:
+    replay: str
+    mode: str
+    model: str
+    window: int
+    turns: int = 0
+    requests: list[Request] = field(default_factory=list)
+    gardener_ms: list[float] = field(default_factory=list)  # per turn
+    probes: list[ProbeResult] = field(default_factory=list)
+    wall_s: float = 0.0
+    unused_replies: int = 0
+    skipped_commands: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def messages_text(messages: list[dict]) -> str:
+    return "\n".join(_content_text(m.get("content")) for m in messages)
+
+
+def messages_tokens(messages: list[dict], model: str) -> int:
+    """Prompt tokens of one request: the text of every message, counted with the model's
+    tokenizer (per-message framing tokens are left out, the same for every mode)."""
+    return sum(count_tokens(_content_text(m.get("content")), model) for m in messages)
+
+
+def stand_in_summary(content: str, model: str, max_tokens: int) -> str:
+    """A labelled stand-in of an LLM summary's size: about a fifth of what it summarizes, at most
+    a quarter of Aider's history budget, made of the user's own lines (what Aider's summary
+    prompt asks to keep), oldest first."""
+    tokens = count_tokens(content, model)
+    target = max(32, min(tokens // 5, int(max_tokens) // 4))
+    lines, role, used = [], "", 0
+    for line in content.splitlines():
+        if line in ("# USER", "# ASSISTANT"):
+            role = line
+            continue
+        if role != "# USER" or not line.strip():
+            continue
+        cost = count_tokens(line, model) + 1
+        if used + cost > target:
+            break
+        lines.append(line)
+        used += cost
+    return "\n".join([STAND_IN_LABEL.format(tokens=tokens), *lines])
+
+
+class StubLLM:
+    """Stands in for ``litellm.completion``; see the module docstring."""
+
+    def __init__(self, real: Any, model: str, window: int):
+        self.real = real
+        self.model = model
+        self.window = window
+        self.turn = 0
+        self.queue: list[str] = []
+        self.requests: list[Request] = []
+        self.last_prompt: list[dict] = []
+        self.summary_max_tokens = 1024
+        self._lock = threading.Lock()
+
+    def __call__(self, **kwargs: Any) -> Any:
+        import litellm
+        from aider import prompts
+
+        messages = kwargs.get("messages") or []
+        tokens = messages_tokens(messages, self.model)
+        first = _content_text(messages[0].get("content")) if messages else ""
+        with self._lock:
+            if first == prompts.summarize:
+                self.requests.append(Request(self.turn, tokens, "summary"))
+                reply = stand_in_summary(
+                    messages_text(messages[1:]), self.model, self.summary_max_tokens
+                )
+            elif tokens > self.window:
+                self.requests.append(Request(self.turn, tokens, "main", overflow=True))
+                raise litellm.ContextWindowExceededError(
+                    message=f"This model's maximum context length is {self.window} tokens;"
+                    f" your messages resulted in {tokens} tokens.",
+                    model=kwargs.get("model", self.model),
+                    llm_provider="openai",
+                )
+            else:
+                self.requests.append(Request(self.turn, tokens, "main"))
+                self.last_prompt = [dict(m) for m in messages]
+                reply = self.queue.pop(0) if self.queue else FALLBACK_REPLY
+        kwargs["mock_response"] = reply
+        return self.real(**kwargs)
+
+
+class ReplayIO:
+    """Aider's ``InputOutput`` answering yes, except to adding files a reply mentions."""
+
+    @staticmethod
+    def make(root: Path) -> Any:
+        from aider.io import InputOutput
+
+        class _IO(InputOutput):
+            def confirm_ask(self, question, *args, **kwargs):  # noqa: ANN001
+                self.num_user_asks += 1
+                if str(question).startswith(("Add file", "Add URL")):
+                    return False
+                return True
+
+        return _IO(pretty=False, yes=True, fancy_input=False, root=str(root))
+
+
+@contextlib.contextmanager
+def bench_environment() -> Iterator[Path]:
+    """Temp HOME with Aider's model price list seeded from litellm's bundled copy, pinned date,
+    platform, shell and language; restored afterwards."""
+    import aider.coders.base_coder as base_coder
+    import aider.models
+    import litellm
+
+    home = Path(tempfile.mkdtemp(prefix="bench-home-"))
+    env = {
+        "HOME": str(home),
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY") or "sk-replay-stub",
+        "AIDER_CHECK_UPDATE": "false",
+        "AIDER_ANALYTICS_DISABLE": "true",
+        "GIT_AUTHOR_DATE": PINNED_DATE.isoformat(),
+        "GIT_COMMITTER_DATE": PINNED_DATE.isoformat(),
+    }
+    saved_env = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    src = Path(litellm.__file__).parent / "model_prices_and_context_window_backup.json"
+    cache = home / ".aider" / "caches" / "model_prices_and_context_window.json"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_file():
+        shutil.copyfile(src, cache)
+    manager = aider.models.model_info_manager
+    saved_manager = (manager.cache_dir, manager.cache_file, manager._cache_loaded)
+    manager.cache_dir, manager.cache_file, manager._cache_loaded = cache.parent, cache, False
+
+    class _PinnedDatetime(datetime):
+        @classmethod
+        def now(cls, tz=None):  # noqa: ANN001
+            return PINNED_DATE if tz is None else PINNED_DATE.replace(tzinfo=tz)
+
+    saved = (base_coder.datetime, platform.platform)
+    base_coder.datetime = _PinnedDatetime
+    platform.platform = lambda *a, **k: PINNED_PLATFORM
+    try:
+        yield home
+    finally:
+        base_coder.datetime, platform.platform = saved
+        manager.cache_dir, manager.cache_file, manager._cache_loaded = saved_manager
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _gardener_args(store: Path, mode: str, vectors: bool) -> Any:
+    import argparse
+
+    return argparse.Namespace(
+        gardener_mode=GARDENER_MODES[mode],
+        gardener_budget=None,
+        gardener_store=str(store),
+        gardener_scope="session",
+        gardener_chroma_url=None,
+        gardener_max_output=1024,
+        gardener_rag_tokens=1024,
+        gardener_recent_turns=3,
+        gardener_vectors=vectors,
+    )
+
+
+@contextlib.contextmanager
+def _mode_context(mode: str) -> Iterator[None]:
+    from aider.coders.base_coder import Coder
+
+    from aider_gardener.integration.registry import gardened, restore_coders
+
+    from .aider_fixed import fixed_summarizer
+
+    saved_reflections = Coder.max_reflections
+    Coder.max_reflections = 0
+    try:
+        if mode in GARDENER_MODES:
+            with gardened():
+                yield
+        else:
+            restore_coders()
+            with fixed_summarizer() if mode == "aider-fixed" else contextlib.nullcontext():
+                yield
+    finally:
+        Coder.max_reflections = saved_reflections
+
+
+@contextlib.contextmanager
+def _timed_gardener(sink: list[float]) -> Iterator[None]:
+    """Time every piece of gardener work: it all runs through ``GardenerSession.attempt``
+    (outermost calls only, so nested steps are not counted twice)."""
+    from aider_gardener.integration.session import GardenerSession
+
+    original = GardenerSession.attempt
+    depth = threading.local()
+
+    def attempt(self, step, fn, *args, **kwargs):  # noqa: ANN001
+        if getattr(depth, "n", 0):
+            return original(self, step, fn, *args, **kwargs)
+        depth.n = 1
+        t0 = time.perf_counter()
+        try:
+            return original(self, step, fn, *args, **kwargs)
+        finally:
+            depth.n = 0
+            sink[0] += (time.perf_counter() - t0) * 1000
+
+    GardenerSession.attempt = attempt
+    try:
+        yield
+    finally:
+        GardenerSession.attempt = original
+
+
+def _command_name(line: str) -> str | None:
+    if not line.startswith("/"):
+        return None
+    word = line[1:].split(None, 1)[0] if line[1:].strip() else ""
+    return word.lower()
+
+
+def _present(answers: list[str], text: str) -> bool:
+    flat = " ".join(text.split())
+    return any(" ".join(a.split()) in flat for a in answers)
+
+
+class _Session:
+    """One replay in one mode: the coder (replaced on every SwitchCoder), the stub and the
+    scripted ``run_cmd``."""
+
+    def __init__(self, replay: Replay, mode: str, root: Path, store: Path, vectors: bool):
+        from aider.coders import Coder
+        from aider.models import Model
+
+        self.replay, self.mode, self.root = replay, mode, root
+        meta = replay.meta
+        self.model_name = meta["model"]
+        self.window = int(meta["max_input_tokens"])
+        self.io = ReplayIO.make(root)
+        model = Model(self.model_name)
+        for m in [m for m in (model, model.weak_model) if m is not None]:
+            m.info = dict(m.info or {}, max_input_tokens=self.window)
+        model.max_chat_history_tokens = min(max(self.window / 16, 1024), 8192)
+        commands = None
+        if mode in GARDENER_MODES:
+            from aider_gardener.integration.commands import GardenCommands
+
+            args = _gardener_args(store, mode, vectors)
+            commands = GardenCommands(self.io, None, args=args)
+        self.coder = Coder.create(
+            model,
+            meta.get("edit_format") or None,
+            self.io,
+            commands=commands,
+            stream=False,
+            map_tokens=0,
+            auto_commits=False,
+            dirty_commits=False,
+            auto_lint=False,
+            suggest_shell_commands=False,
+            detect_urls=False,
+            chat_language="English",
+            fnames=[],
+        )
+        self.scripted: tuple[int, str] | None = None
+
+    def run_cmd(self, command: str, **kwargs: Any) -> tuple[int, str]:
+        scripted, self.scripted = self.scripted, None
+        return scripted if scripted is not None else (0, "")
+
+    def line(self, text: str) -> None:
+        from aider.coders import Coder
+        from aider.commands import SwitchCoder
+
+        try:
+            self.coder.run_one(text, preproc=True)
+        except SwitchCoder as switch:
+            kwargs = dict(io=self.io, from_coder=self.coder)
+            kwargs.update(switch.kwargs)
+            kwargs.pop("show_announcements", None)
+            self.coder = Coder.create(**kwargs)
+
+    def next_prompt(self, stub: StubLLM) -> list[dict]:
+        """The history part of the prompt Aider would send now (built the way Aider builds it,
+        so pending summaries and gardener eviction apply); the last request as a fallback."""
+        try:
+            return list(self.coder.format_messages().all_messages())
+        except Exception:  # noqa: BLE001 - a probe must never end the replay
+            return stub.last_prompt
+
+    def store(self) -> Any:
+        session = getattr(self.coder, "gardener", None)
+        return session.store if session is not None else None
+
+    def close(self) -> None:
+        session = getattr(self.coder, "gardener", None)
+        if session is not None:
+            session.close()
+        for attr in ("summarizer_thread",):
+            thread = getattr(self.coder, attr, None)
+            if thread is not None:
+                thread.join(timeout=30)
+
+
+def _in_prompt(answers: list[str], messages: list[dict], run: ModeRun) -> bool:
+    """An answer is in the prompt only if that prompt can be sent (fits the window)."""
+    if messages_tokens(messages, run.model) > run.window:
+        return False
+    return _present(answers, messages_text(messages))
+
+
+def _recall_hit(store: Any, question: str, answers: list[str]) -> bool:
+    if store is None:
+        return False
+    with contextlib.suppress(Exception):
+        store.drain(timeout=60)  # embeddings of everything said so far, as after a pause
+    hits = store.recall(question, limit=5)
+    if not hits:
+        return False
+    originals = store.get_entries([h.entry_id for h in hits])
+    for hit in hits:
+        entry = originals.get(hit.entry_id)
+        text = entry.original if entry is not None else hit.text
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if _present(answers, f"{text}\n{hit.text}\n{hit.excerpt}"):
+            return True
+    return False
+
+
+def run_replay(
+    replay: Replay, mode: str, *, vectors: bool = True, keep_output: bool = False
+) -> ModeRun:
+    """Replay ``replay`` in ``mode`` and return what was measured. Must run inside
+    ``bench_environment()``."""
+    import aider.commands as aider_commands
+    import litellm
+
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
+    from aider.utils import GitTemporaryDirectory
+
+    result = ModeRun(replay.name, mode, replay.meta["model"], int(replay.meta["max_input_tokens"]))
+    start = time.perf_counter()
+    sink = [0.0]
+    out = _io.StringIO()
+    cwd = os.getcwd()
+    with contextlib.ExitStack() as stack:
+        root = Path(stack.enter_context(GitTemporaryDirectory()))
+        store_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-store-")))
+        if not keep_output:
+            stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(_mode_context(mode))
+        stack.enter_context(_timed_gardener(sink))
+        stub = StubLLM(litellm.completion, result.model, result.window)
+        session = _Session(replay, mode, root, store_dir / "store", vectors)
+        stub.summary_max_tokens = int(session.coder.main_model.max_chat_history_tokens)
+        stack.callback(session.close)
+        stack.callback(setattr, litellm, "completion", litellm.completion)
+        stack.callback(setattr, aider_commands, "run_cmd", aider_commands.run_cmd)
+        litellm.completion = stub
+        aider_commands.run_cmd = session.run_cmd
+        events = replay.events
+        i, turn = 0, 0
+        while i < len(events):
+            event = events[i]
+            kind = event["type"]
+            i += 1
+            if kind in ("add", "drop"):
+                path = root / event["path"]
+                if "content" in event and kind == "add":
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(event["content"], encoding="utf-8")
+                verb = "read-only" if event.get("read_only") else kind
+                quoted = f'"{event["path"]}"' if " " in event["path"] else event["path"]
+                session.line(f"/{verb} {quoted}")
+                continue
+            if kind == "probe":
+                in_recall = None
+                if mode in GARDENER_MODES:
+                    in_recall = _recall_hit(session.store(), event["question"], event["answers"])
+                result.probes.append(
+                    ProbeResult(
+                        event["question"],
+                        turn,
+                        event["source_turn"],
+                        _in_prompt(event["answers"], session.next_prompt(stub), result),
+                        in_recall,
+                    )
+                )
+                continue
+            if kind not in TURN_EVENTS:
+                continue  # an assistant reply outside a turn has no request to answer
+            turn += 1
+            replies = []
+            while i < len(events) and events[i]["type"] == "assistant":
+                replies.append(events[i]["content"])
+                i += 1
+            if kind == "run":
+                text = f"/{event.get('via', 'run')} {event['command']}"
+                session.scripted = (int(event.get("exit_code", 0)), event["output"])
+            else:
+                text = event["content"]
+            name = _command_name(text)
+            if name is not None and name not in ALLOWED_COMMANDS:
+                result.skipped_commands += 1
+                continue
+            stub.turn, stub.queue = turn, replies
+            sink[0] = 0.0
+            try:
+                session.line(text)
+            except (Exception, SystemExit) as err:  # noqa: BLE001 - one turn, not the replay
+                result.errors.append(f"turn {turn}: {type(err).__name__}: {err}")
+            result.unused_replies += len(stub.queue)
+            stub.queue = []
+            result.gardener_ms.append(sink[0])
+        session.close()
+        result.turns = turn
+    os.chdir(cwd)
+    result.requests = list(stub.requests)
+    result.wall_s = time.perf_counter() - start
+    return result
+
+
+def run_all(
+    replays: list[Replay], modes: list[str], *, vectors: bool = True, progress: Any = None
+) -> list[ModeRun]:
+    runs = []
+    with bench_environment():
+        for replay in replays:
+            for mode in modes:
+                if progress is not None:
+                    progress(f"{replay.name}: {mode}")
+                runs.append(run_replay(replay, mode, vectors=vectors))
+    return runs

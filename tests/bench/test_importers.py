@@ -1,0 +1,267 @@
+"""Both importers on small synthetic inputs (the traps of each format), and on the real shared
+data when it is present."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.__main__ import main
+from bench.replay.format import load, validate
+from bench.replay.importers.aider_history import (
+    import_path,
+    import_text,
+    parse_input_history,
+    parse_sessions,
+)
+from bench.replay.importers.locomo import import_data
+from bench.replay.importers.locomo import import_path as import_locomo
+
+HISTORY = """
+# aider chat started at 2025-01-02 10:00:00
+
+> Aider v0.86.2$
+> Main model: gpt-4o with diff edit format$
+
+#### add a health check$
+
+Here is the plan.
+
+```markdown
+#### Not a user line
+> not a tool line
+```
+
+#### Notes heading in the reply
+
+app.py
+```python
+<<<<<<< SEARCH
+x = 1
+=======
+x = 2
+>>>>>>> REPLACE
+```
+
+> Applied edit to app.py$
+> Commit 1a2b3c4 feat: add health check$
+
+#### /test pytest -q$
+> ============ test session starts ============
+collected 3 items
+
+E       KeyError: 'tenant-zz9-unique'
+FAILED tests/test_app.py::test_health - KeyError: 'tenant-zz9-unique'
+======= 1 failed, 2 passed in 0.1s =======$
+
+The tenant lookup fails; I will add a default.
+
+#### /run make build$
+> Add 1.2k tokens of command output to the chat? (Y)es/(N)o [Yes]: y$
+> Added 40 lines of output to the chat.$
+
+#### why did it fail?$
+
+It failed because the cache was cold.
+
+# aider chat started at 2025-01-03 09:00:00
+
+#### hello$
+
+Hi there, what shall we build today?
+""".replace("$\n", "  \n")  # Aider ends a tool/user line with two spaces
+
+TYPED = """
+# 2025-01-02 10:00:01.0
++add a health check
+
+# 2025-01-02 10:01:00.0
++/test pytest -q
+"""
+
+
+def test_tool_continuation_lines_are_tool_text_not_reply():
+    session, _ = parse_sessions(HISTORY)
+    tools = [m.text for m in session.messages if m.role == "tool"]
+    assert any("collected 3 items" in t and "1 failed, 2 passed" in t for t in tools)
+    replies = [m.text for m in session.messages if m.role == "assistant"]
+    assert not any("collected 3 items" in r for r in replies)
+
+
+def test_headings_and_quotes_in_replies_stay_in_the_reply():
+    session, _ = parse_sessions(HISTORY, parse_input_history(TYPED))
+    users = [m.text for m in session.messages if m.role == "user"]
+    assert "Not a user line" not in " ".join(users)
+    assert "Notes heading in the reply" not in " ".join(users)
+    reply = next(m.text for m in session.messages if m.role == "assistant")
+    assert "#### Not a user line" in reply and "> not a tool line" in reply
+    assert "#### Notes heading in the reply" in reply and "<<<<<<< SEARCH" in reply
+    # without the input history, a heading outside a fence cannot be told from input
+    plain, _ = parse_sessions(HISTORY)
+    assert "#### Not a user line" in next(m.text for m in plain.messages if m.role == "assistant")
+
+
+def test_run_output_is_kept_where_recorded_and_marked_where_not():
+    replays = import_text(HISTORY, "h", parse_input_history(TYPED), min_turns=1)
+    assert [r.name for r in replays] == ["h--0000", "h--0001"]
+    first = replays[0]
+    assert first.meta["edit_format"] == "diff" and "gpt-4o" in first.meta["notes"]
+    runs = [e for e in first.events if e["type"] == "run"]
+    test, build = runs
+    assert test["via"] == "test" and test["exit_code"] == 1 and not test.get("gap")
+    assert "FAILED tests/test_app.py::test_health" in test["output"]
+    assert build["gap"] is True and "Added 40 lines of output" in build["output"]
+    assert build["command"] == "make build"
+    assert validate(first.all_events()) == []
+
+
+def test_probes_come_from_facts_said_once_and_early():
+    first, _ = import_text(HISTORY, "h", parse_input_history(TYPED), min_turns=1)
+    probes = first.probes()
+    answers = {a for p in probes for a in p["answers"]}
+    assert any("tenant-zz9-unique" in a for a in answers)  # the error line of the test run
+    assert "app.py" in answers  # the file the first reply edited
+    for p in probes:
+        assert p["source_turn"] < first.turns()
+
+
+def test_cli_import_writes_valid_files(tmp_path, capsys):
+    src = tmp_path / ".aider.chat.history.md"
+    src.write_text(HISTORY)
+    (tmp_path / ".aider.input.history").write_text(TYPED)
+    assert main(["import", "aider-history", str(src), "-o", str(tmp_path / "out")]) == 0
+    files = sorted((tmp_path / "out").glob("*.jsonl"))
+    assert files and all(load(f).turns() >= 2 for f in files)
+    assert main(["import", "locomo", str(tmp_path / "missing.json"), "-o", str(tmp_path)]) == 2
+
+
+LOCOMO = [
+    {
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:00 pm on 3 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Quince."},
+                {"speaker": "Ann", "dia_id": "D1:2", "text": "She is grey."},
+                {"speaker": "Bob", "dia_id": "D1:3", "text": "Lovely!", "blip_caption": "a cat"},
+            ],
+            "session_2_date_time": "2:00 pm on 9 June, 2023",
+            "session_2": [
+                {"speaker": "Bob", "dia_id": "D2:1", "text": "I ran a marathon in Oslo."},
+                {"speaker": "Ann", "dia_id": "D2:2", "text": "Wow, well done."},
+            ],
+        },
+        "qa": [
+            {
+                "question": "What is Ann's cat called?",
+                "answer": "Quince",
+                "evidence": ["D1:1"],
+                "category": 1,
+            },
+            {
+                "question": "Where did Bob run?",
+                "answer": "Oslo",
+                "evidence": ["D2:1"],
+                "category": 4,
+            },
+            {
+                "question": "What is Bob's dog called?",
+                "adversarial_answer": "Rex",
+                "evidence": ["D1:3"],
+                "category": 5,
+            },
+            {"question": "No evidence?", "answer": "x", "evidence": [], "category": 2},
+        ],
+    }
+]
+
+
+def test_locomo_turns_dates_and_probes():
+    (replay,) = import_data(LOCOMO, "t")
+    assert replay.name == "locomo-conv-x" and replay.meta["edit_format"] == "ask"
+    users = [e["content"] for e in replay.events if e["type"] == "user"]
+    assert users[0].startswith("[Session 1, 1:00 pm on 3 May, 2023]")
+    assert "Ann: She is grey." in users[0]  # consecutive lines of one speaker joined
+    assert users[1].startswith("[Session 2, 2:00 pm on 9 June, 2023]")  # Bob opened it
+    replies = [e["content"] for e in replay.events if e["type"] == "assistant"]
+    assert "a cat" in replies[0] and "Oslo" in replies[1]
+    probes = replay.probes()
+    assert [(p["answers"], p["source_turn"]) for p in probes] == [(["Quince"], 1), (["Oslo"], 2)]
+    assert validate(replay.all_events()) == []
+
+
+def test_real_histories_import_cleanly(histories_dir):
+    files = sorted(histories_dir.glob("*.md"))
+    if not files:
+        pytest.skip("no chat histories in the shared data")
+    total_runs = kept = 0
+    for path in files:
+        for replay in import_path(path):
+            assert validate(replay.all_events()) == [], replay.name
+            for e in replay.events:
+                if e["type"] == "run":
+                    total_runs += 1
+                    kept += not e.get("gap")
+    assert total_runs and kept  # Aider's own history keeps /test output inline
+
+
+def test_real_aider_history_keeps_test_output(histories_dir):
+    path = histories_dir / "Aider-AI__aider.md"
+    if not path.is_file():
+        pytest.skip("Aider-AI__aider.md not in the shared data")
+    outputs = [e["output"] for r in import_path(path) for e in r.events if e.get("via") == "test"]
+    assert any("FAILED" in o and "test session starts" in o for o in outputs)
+
+
+def test_real_locomo(memory_bench_dir):
+    path = memory_bench_dir / "locomo_dev3.json"
+    if not path.is_file():
+        pytest.skip("LoCoMo not in the shared data")
+    data = json.loads(path.read_text())
+    replays = import_locomo(path)
+    assert len(replays) == len(data)
+    for sample, replay in zip(data, replays):
+        assert validate(replay.all_events()) == []
+        expected = [q for q in sample["qa"] if q.get("category") != 5 and q.get("evidence")]
+        assert 0 < len(replay.probes()) <= len(expected)
+        assert not any(p["kind"] == "locomo-category-5" for p in replay.probes())
+
+
+CUT_OFF = """
+# aider chat started at 2025-01-04 09:00:00
+
+#### refactor the cache$
+
+app.py
+```python
+<<<<<<< SEARCH
+cache = {}
+=======
+
+> Tokens: 6,354 sent, 960 received. Cost: $0.03 message, $0.06 session.$
+
+#### /undo$
+> Removed: 34b0134 feat: add caching$
+
+#### what went wrong?$
+
+The reply was cut off by the output limit.
+""".replace("$\n", "  \n")
+
+
+def test_a_reply_cut_off_inside_a_fence_does_not_swallow_the_session():
+    (replay,) = import_text(CUT_OFF, "c", min_turns=1)
+    users = [e["content"] for e in replay.events if e["type"] == "user"]
+    assert users == ["refactor the cache", "/undo", "what went wrong?"]
+    first_reply = next(e["content"] for e in replay.events if e["type"] == "assistant")
+    assert "Tokens:" not in first_reply and "34b0134" not in first_reply
+
+
+def test_probe_questions_never_contain_their_answer():
+    first, _ = import_text(HISTORY, "h", parse_input_history(TYPED), min_turns=1)
+    assert first.probes()
+    for p in first.probes():
+        assert not any(a in p["question"] for a in p["answers"])
