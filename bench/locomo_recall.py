@@ -20,7 +20,8 @@ context: a reply ("You'll be an awesome mom!") often shares no word with a quest
 it replies to, just as a test run's output does not repeat the command that started it. It is
 the same rule for every turn of a session; ``--context 0`` measures turns alone. Questions are
 passed verbatim; FTS5 query handling (stopwords, quoting, OR of terms) is the store's own, the
-same for every query.
+same for every query, and so is recall's rule that a matching turn credits the turn before it
+(``recall.REPLY_CREDIT``, applied to any conversation turns, not by this script).
 
 Run from the repository root: ``python -m bench.locomo_recall [--json OUT]``.
 """

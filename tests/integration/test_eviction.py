@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 from aider.sendchat import sanity_check_messages
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from aider_gardener.integration.eviction import evict, history_tokens, priority
-from aider_gardener.integration.ingest import sync
+from aider_gardener.integration.ingest import model_name, reference_text, sync
 from aider_gardener.tokens import count_tokens
 from tests.integration.helpers import text_of
 
@@ -194,6 +194,7 @@ def test_priority_orders_classes_and_failures(make_coder):
     recent=st.integers(1, 3),
     hard=st.booleans(),
 )
+@example(pairs=[(15, 2, True)], budget=300, recent=1, hard=False)  # found by hypothesis
 def test_eviction_properties(make_coder, pairs, budget, recent, hard):
     coder = make_coder("ask")
     session = coder.gardener
@@ -226,10 +227,25 @@ def test_eviction_properties(make_coder, pairs, budget, recent, hard):
     assert history[-1]["content"] == "final question?"
     assert all(m == s for m, s in zip(msgs, snapshot))  # no shared dict was mutated
     target = before // 2 if hard else budget
-    if after > target:  # only what eviction may not touch is left
-        for m in history:
+    if after > target:  # only what eviction may not touch, or cannot shrink, is left
+
+        def is_protected(meta):
+            return meta.turn == session.turn if hard else session.turn - meta.turn < recent
+
+        for pos, m in enumerate(history):
             meta = session.meta(m)
             if meta is None or meta.state == "ref" or meta.kind == "filler":
                 continue
-            protected = meta.turn == session.turn if hard else session.turn - meta.turn < recent
-            assert protected or m is history[-1], (meta.kind, meta.state, meta.turn, session.turn)
+            if is_protected(meta) or m is history[-1]:
+                continue
+            # A short reply whose one-line reference would be longer, answering an output that
+            # belongs to a protected turn (outputs age with the request that follows them), can
+            # neither shrink nor be dropped without its partner.
+            partner = session.meta(history[pos - 1]) if pos else None
+            unshrinkable = count_tokens(reference_text(meta), model_name(coder)) >= meta.tokens_now
+            assert unshrinkable and partner is not None and is_protected(partner), (
+                meta.kind,
+                meta.state,
+                meta.turn,
+                session.turn,
+            )

@@ -58,6 +58,7 @@ def test_one_torch_thread_by_default(model):
 
     if embeddings.THREADS_ENV in os.environ:
         pytest.skip("thread count overridden by the environment")
+    embed_array(["x"], bf16=False)  # the torch backend, even where ONNX is the default
     assert torch.get_num_threads() == 1
 
 
@@ -128,3 +129,116 @@ def test_missing_package_is_reported_without_importing_it(monkeypatch):
     )
     with pytest.raises(EmbeddingsUnavailable, match="sentence_transformers is not installed"):
         embeddings.check_available()
+
+
+# --- the ONNX Runtime backend -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def onnx_dir(tmp_path_factory, model):
+    """One export for the module (it takes seconds); the encoder tests open it."""
+    folder = tmp_path_factory.mktemp("onnx")
+    embeddings.OnnxEncoder.open(folder)
+    return folder
+
+
+def test_onnx_export_matches_sentence_transformers_on_real_text(onnx_dir, tool_outputs_dir):
+    encoder = embeddings.OnnxEncoder.open(onnx_dir)
+    text = (tool_outputs_dir / "pytest_failures_typeerror__X_Ray_LLM.log").read_text(
+        encoding="utf-8", errors="replace"
+    )
+    pieces = [text[i : i + 1500] for i in range(0, min(len(text), 15_000), 1500)]
+    pieces += ["what failed in the last test run?", "x", "ü" * 3000]  # short, and truncated
+    reference = embed_array(pieces, bf16=False)  # sentence-transformers, float32
+    got = encoder.encode(pieces)
+    assert got.shape == (len(pieces), DIMENSIONS)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
+    cosines = np.sum(got * reference, axis=1)
+    assert cosines.min() > 0.999, cosines
+
+
+def test_onnx_export_is_cached_and_private(onnx_dir, monkeypatch):
+    files = list(onnx_dir.glob("*.onnx"))
+    assert [f.name for f in files] == [embeddings.onnx_filename()]
+    assert files[0].stat().st_mode & 0o777 == 0o600
+    assert not list(onnx_dir.glob(".export-*"))  # no temporary file left behind
+
+    def no_export(path):
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(embeddings, "export_onnx", no_export)
+    encoder = embeddings.OnnxEncoder.open(onnx_dir)  # the cached file, no torch needed
+    assert encoder.encode(["hello"]).shape == (1, DIMENSIONS)
+
+
+def test_onnx_max_seq_length_truncates(onnx_dir):
+    encoder = embeddings.OnnxEncoder.open(onnx_dir)
+    long = "alpha beta gamma delta " * 200
+    full = encoder.encode([long, long[:200]])
+    encoder.max_seq_length = 16
+    short = encoder.encode([long, long[:200]])
+    assert float(full[0] @ short[0]) < 0.999  # it now reads fewer word pieces
+    assert float(short[0] @ short[1]) > 0.999  # both cut to the same 16 pieces
+
+
+@pytest.fixture
+def fresh_load(monkeypatch, onnx_dir):
+    """load() from scratch with the ONNX cache in onnx_dir; the module's state is restored."""
+    monkeypatch.setattr(embeddings, "_model", None)
+    monkeypatch.setattr(embeddings, "_failure", None)
+    monkeypatch.setattr(embeddings, "_cache_dir", onnx_dir)  # reuse the module's export
+    return monkeypatch
+
+
+def test_the_first_store_sets_the_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setattr(embeddings, "_cache_dir", None)
+    embeddings.set_cache_dir(tmp_path / "one")
+    embeddings.set_cache_dir(tmp_path / "two")  # the model is process-wide: first one wins
+    assert embeddings._cache_dir == tmp_path / "one" / embeddings.CACHE_SUBDIR
+
+
+def test_onnx_backend_when_asked(fresh_load):
+    fresh_load.setenv(embeddings.BACKEND_ENV, "onnx")
+    assert isinstance(embeddings.load(), embeddings.OnnxEncoder)
+    assert embeddings.backend() == "onnx"
+    v = embed_array(["The tests failed because the database connection was refused."])
+    assert v.shape == (1, DIMENSIONS)
+
+
+def test_auto_backend_follows_the_cpu(fresh_load):
+    fresh_load.setenv(embeddings.BACKEND_ENV, "auto")
+    fresh_load.setattr(embeddings, "_prefer_torch_bf16", lambda: False)
+    assert embeddings.load() is not None and embeddings.backend() == "onnx"
+    fresh_load.setattr(embeddings, "_model", None)
+    fresh_load.setattr(embeddings, "_prefer_torch_bf16", lambda: True)
+    embeddings.load()
+    assert embeddings.backend().startswith("torch")
+
+
+def test_a_failing_export_falls_back_to_torch(fresh_load, tmp_path):
+    fresh_load.setenv(embeddings.BACKEND_ENV, "onnx")
+    embeddings._cache_dir = tmp_path / "empty"
+
+    def broken(path):
+        raise RuntimeError("exporter exploded")
+
+    fresh_load.setattr(embeddings, "export_onnx", broken)
+    model = embeddings.load()
+    assert not isinstance(model, embeddings.OnnxEncoder)
+    assert embeddings.backend().startswith("torch")
+    assert embed_array(["still works"]).shape == (1, DIMENSIONS)
+
+
+def test_a_bad_export_is_discarded(fresh_load, tmp_path, monkeypatch):
+    folder = tmp_path / "bad"
+    monkeypatch.setattr(embeddings, "EXPORT_MIN_COSINE", 1.01)  # no export can pass this
+    with pytest.raises(RuntimeError, match="differs from the model"):
+        embeddings.OnnxEncoder.open(folder)
+    assert not list(folder.glob("*.onnx"))
+
+
+def test_prefer_bf16_respects_the_dtype_setting(monkeypatch):
+    monkeypatch.setenv(embeddings.DTYPE_ENV, "float32")
+    assert embeddings._prefer_torch_bf16() is False
+    monkeypatch.setenv(embeddings.DTYPE_ENV, "bf16")
+    assert embeddings._prefer_torch_bf16() is True

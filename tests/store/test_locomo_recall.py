@@ -13,7 +13,7 @@ from bench import locomo_recall
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 GOAL_AT_5 = 0.80  # the goal for hybrid recall@5
-FLOOR_AT_5 = 0.72  # measured 0.75: a drop below this is a regression, not noise
+FLOOR_AT_5 = 0.74  # measured 0.768: a drop below this is a regression, not noise
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_hybrid_recall_at_5_floor(report):
     assert report["recall"]["hybrid"]["@5"] >= FLOOR_AT_5, locomo_recall.format_table(report)
 
 
-@pytest.mark.xfail(reason="goal not reached: hybrid recall@5 measures 0.75 (see the report)")
+@pytest.mark.xfail(reason="goal not reached: hybrid recall@5 measures 0.768 (see the report)")
 def test_hybrid_recall_at_5_goal(report):
     assert report["recall"]["hybrid"]["@5"] >= GOAL_AT_5, locomo_recall.format_table(report)
 

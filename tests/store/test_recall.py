@@ -265,3 +265,50 @@ def test_priority_and_recency_only_nudge():
     high, low = recall_mod._boost(fresh_error, now), recall_mod._boost(old_log, now)
     assert high > low >= 1.0
     assert high / low <= 1.0 + recall_mod.PRIORITY_WEIGHT * 1.5 + recall_mod.RECENCY_WEIGHT + 0.01
+
+
+def test_a_reply_credits_the_message_it_answers(tmp_path):
+    """The reply holds the query's words; the message before it gets a share of its score."""
+    with Store(tmp_path / "gs", vectors=False) as store:
+        question = store.ingest("How was the trip to Lisbon?", Source(role="user")).id
+        answer = store.ingest(
+            "Wonderful! We walked the old town and ate pastel de nata every day.",
+            Source(role="assistant"),
+        ).id
+        unrelated = store.ingest("Unrelated: the build is green again.", Source(role="tool")).id
+        hits = {h.entry_id: h for h in recall_fts_only(store, "pastel de nata", limit=5)}
+        assert hits[answer].via == "fts"
+        assert hits[question].via == "reply"  # shares no word with the query
+        assert hits[question].score == pytest.approx(
+            recall_mod.REPLY_CREDIT * hits[answer].score, rel=0.2  # boosts differ a little
+        )
+        assert unrelated not in hits  # nothing flows forward: it follows no match
+
+
+def test_reply_credit_stays_within_a_session(tmp_path):
+    folder = tmp_path / "gs"
+    with Store(folder, vectors=False) as first:
+        earlier = first.ingest("Deploy the staging cluster.", Source(role="user")).id
+    with Store(folder, vectors=False) as second:
+        reply = second.ingest("The kubernetes rollout finished.", Source(role="assistant")).id
+        got = [h.entry_id for h in recall_fts_only(second, "kubernetes rollout")]
+        assert got == [reply] and earlier not in got
+
+
+def test_reply_credit_respects_the_class_filter(tmp_path):
+    with Store(tmp_path / "gs", vectors=False) as store:
+        store.ingest("How was the trip to Lisbon?", Source(role="user"), cls=ContentClass.PROMPT)
+        answer = store.ingest(
+            "We ate pastel de nata every day.", Source(role="assistant"), cls=ContentClass.PROSE
+        ).id
+        got = recall_fts_only(store, "pastel de nata", classes=["prose"])
+        assert [h.entry_id for h in got] == [answer]
+
+
+def test_reply_credit_is_only_between_conversation_turns(tmp_path):
+    """A file read into the chat just before a build log is not what the log answers."""
+    with Store(tmp_path / "gs", vectors=False) as store:
+        code = store.ingest(CODE, Source(path="src/app/config.py"), cls=ContentClass.CODE).id
+        rust = store.ingest(RUST, Source(role="tool", command="cargo build")).id
+        hits = recall_fts_only(store, "unresolved helpers", limit=5)
+        assert [h.entry_id for h in hits] == [rust] and code not in [h.entry_id for h in hits]
