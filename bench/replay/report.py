@@ -93,7 +93,7 @@ def print_report(report: dict[str, Any], console: Any = None) -> None:
 
 def plot(report: dict[str, Any], out: str | Path) -> str:
     """Prompt tokens per turn for each mode, one panel per replay. Returns a one-line message
-    (matplotlib is optional and not a dependency)."""
+    (matplotlib is a dev dependency; without it ``--plot`` says so instead of failing)."""
     try:
         import matplotlib
 

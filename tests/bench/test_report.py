@@ -114,6 +114,7 @@ def test_cli_run_writes_the_json_the_issue_specifies(tmp_path, capsys):
             assert set(fig[key]) == {"hit", "n"} and fig[key]["n"] == 2
     printed = capsys.readouterr().out
     assert "prompt tokens billed" in printed and "tiny" in printed
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_cli_rejects_unknown_modes_and_bad_files(tmp_path, capsys):
