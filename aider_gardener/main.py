@@ -18,6 +18,7 @@ import sys
 from typing import Any, Iterator
 
 from . import offline  # noqa: F401  (before aider/litellm load)
+from .preload import preload
 
 
 def make_commands(io: Any, coder: Any, *args: Any, **kwargs: Any) -> Any:
@@ -63,6 +64,7 @@ def main(argv=None, input=None, output=None, force_git_root=None, return_coder=F
     after it returns (a returned coder may still switch modes); tests restore it with
     ``integration.registry.gardened()`` or ``restore_coders()``."""
     offline.keep_aider_offline()
+    preload()  # before Aider's load_slow_imports thread races us to numpy/networkx
     with patched_aider_main() as aider_main:
         return aider_main.main(
             argv,

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .. import offline  # noqa: F401  (before tiktoken/chromadb load)
+from ..preload import preload
 from ..types import CompressionResult, CompressOptions, ContentClass, Source
 from . import priority
 
@@ -428,6 +429,7 @@ class Store:
     ) -> None:
         if scope not in ("session", "project"):
             raise ValueError(f"scope must be 'session' or 'project', not {scope!r}")
+        preload()  # before this store starts its threads (see aider_gardener.preload)
         self.scope = scope
         self.model = model
         self.busy_timeout = float(busy_timeout)
