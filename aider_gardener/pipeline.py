@@ -119,9 +119,7 @@ def _whole_run(text: str, segs: list[Segment], source: Source) -> testrun.TestRu
     runner = testrun.detect_runner(text, source.command)
     if runner is None:
         return None
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    if lines[-1] == "":
-        lines.pop()
+    _, lines = testrun.split_output(text)
     run = testrun.parse_test_run(lines, runner)
     return run if (run.counts or run.failures or run.codes) else None
 
@@ -169,7 +167,7 @@ def _join(segs: list[Segment], outs: list) -> str:
 
 def _result(original, summary, segs, outs, notes, opts, raw=None) -> CompressionResult:
     model = opts.model
-    eid = entry_id(original)
+    eid = opts.entry_id or entry_id(original)  # set by compress(); hashing 100 MB twice is waste
     tokens_original = count_tokens(original, model)
     seg_results = []
     for seg, out in zip(segs, outs):

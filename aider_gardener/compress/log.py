@@ -229,12 +229,7 @@ def compress_log(text: str, opts: CompressOptions) -> Compressed:
     if _already_compressed(text):
         return Compressed(text, {"lines": text.count("\n") + 1, "already_compressed": 1})
 
-    norm = text.replace("\r\n", "\n")
-    if "\r" in norm:  # progress bars redraw with a bare CR: each redraw is a line
-        norm = norm.replace("\r", "\n")
-    lines = norm.split("\n")
-    if lines[-1] == "":
-        lines.pop()
+    norm, lines = testrun.split_output(text)
     if opts.test_runner in testrun.RUNNERS:  # one segment of a run the pipeline parsed whole
         run = testrun.parse_test_run(lines, opts.test_runner)
     else:

@@ -135,6 +135,19 @@ def detect_runner(text: str, command: str | None = None) -> str | None:
     return best
 
 
+def split_output(text: str) -> tuple[str, list[str]]:
+    """Newline-normalised text and its lines, as a terminal showed them: CRLF ends a line, and so
+    does a bare CR (progress bars redraw with it: each redraw is a line); no trailing empty line.
+    The log compressor and the pipeline's whole-run parse must cut lines the same way."""
+    norm = text.replace("\r\n", "\n")
+    if "\r" in norm:
+        norm = norm.replace("\r", "\n")
+    lines = norm.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return norm, lines
+
+
 def parse_test_run(lines: list[str], runner: str) -> TestRun:
     return _PARSERS[runner](lines)
 
