@@ -1,0 +1,283 @@
+"""The session-state block: the compact prefix placed before history on every turn.
+
+It sits before the history so a provider's prompt cache keeps it, which only works if the text
+is byte-identical as long as the facts are: it is a pure function of the live facts (no clock,
+no dict-order, no set iteration), and it is re-rendered only when ``FactBook.version`` moves.
+
+It must also fit a fixed budget (``--gardener-state-tokens``) whatever the session did, so when
+the facts do not fit, whole lines are dropped in a fixed order of value (see ``_RANK``), and the
+block says how many of each kind were left out so the user knows to ``/recall`` them.
+
+"Recall ids" lists the commands whose output the store kept (text and entry id); open errors and
+failed approaches carry their own ids inline.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..tokens import count_tokens
+from .facts import Fact, FactBook
+
+HEADER = "Session state (kept by aider-gardener while older chat history is compressed):"
+
+# Section titles, in the order they are shown.
+GOAL = "Goal"
+DECISIONS = "Constraints and decisions"
+FILES = "Files"
+ERRORS = "Open errors"
+FAILED = "Failed approaches — do not repeat"
+RECALL = "Recall ids"
+ORDER = (GOAL, DECISIONS, FILES, ERRORS, FAILED, RECALL)
+
+# Drop precedence when over budget: lowest rank goes first; within a rank the oldest first.
+# Commands are recoverable from the store; files and decisions are visible in the repo and the
+# user's own messages; failed approaches and open errors are what the model would otherwise
+# repeat or forget, so they go last. The goal is never dropped (only clipped).
+_RANK = {"command": 0, "file": 1, "decision": 2, "constraint": 3, "failed": 4, "error": 5}
+_NOUN = {
+    "command": ("command", "commands"),
+    "file": ("file", "files"),
+    "decision": ("decision", "decisions"),
+    "constraint": ("constraint", "constraints"),
+    "failed": ("failed approach", "failed approaches"),
+    "error": ("open error", "open errors"),
+    "fact": ("fact", "facts"),
+}
+_SECTION_OF = {
+    "command": RECALL,
+    "file": FILES,
+    "decision": DECISIONS,
+    "constraint": DECISIONS,
+    "failed": FAILED,
+    "error": ERRORS,
+}
+_ELLIPSIS = "…"
+
+
+_CONTROLS = dict.fromkeys([*range(0, 9), *range(11, 32), *range(127, 160)])
+
+
+def one_line(text: str | None) -> str:
+    """Facts are meant to be one line, but a stray newline would break the block's layout (and
+    a checkpoint's bullets), and a control character (NUL above all) would make a checkpoint
+    read as binary, so line breaks and tabs become spaces and other controls go."""
+    if not text:
+        return ""
+    if text.isprintable():
+        return text.strip()
+    return " ".join(text.translate(_CONTROLS).replace("\t", " ").splitlines()).strip()
+
+
+def _token(value: object) -> str:
+    """An op, hash or entry id as one unbroken word, so a rendered line splits back into it."""
+    return re.sub(r'[\s()"`]+', "", one_line(str(value or "")))
+
+
+def order_key(fact: Fact) -> tuple[int, int]:
+    return (fact.turn, fact.id)
+
+
+def file_line(fact: Fact, last_commit: tuple[str, str] | None = None) -> str:
+    """``path: state (hash "message")``; the path alone when the fact carries no op. The op
+    and hash are kept to the characters they are made of, so a checkpoint bullet can always be
+    split back into them."""
+    path = one_line(fact.key) or one_line(fact.text)
+    op = re.sub(r"[^\w-]+", "-", one_line(str(fact.detail.get("op") or "")))
+    if not path or not op:
+        return path
+    line = f"{path}: {op}"
+    commit = _token(fact.detail.get("commit"))
+    message = one_line(str(fact.detail.get("message") or ""))
+    if not commit and last_commit:
+        commit, message = last_commit
+    if commit:
+        line += f' ({commit} "{message}")' if message else f" ({commit})"
+    return line
+
+
+def error_line(fact: Fact) -> str:
+    """The error with the command that produced it and its recall id, so the model (or the
+    user) can get the full output back without it sitting in the history."""
+    text = one_line(fact.text)
+    # a backtick inside the command would make the line ambiguous to read back
+    command = one_line(str(fact.detail.get("command") or "")).replace("`", "'")
+    entry = _token(fact.entry_id)
+    if command and entry:
+        return f"{text} (from `{command}`; /recall {entry})"
+    if command:
+        return f"{text} (from `{command}`)"
+    if entry:
+        return f"{text} (/recall {entry})"
+    return text
+
+
+def recall_suffix(fact: Fact) -> str:
+    entry = _token(fact.entry_id)
+    return f" (/recall {entry})" if entry else ""
+
+
+def current_goal(book: FactBook) -> Fact | None:
+    goals = [f for f in book.find("goal") if one_line(f.text)]
+    return max(goals, key=order_key) if goals else None
+
+
+def _last_commits(book: FactBook) -> dict[str, tuple[str, str]]:
+    """The last commit of each path, superseded facts included: a file that was edited and then
+    re-added still shows the commit that last changed it."""
+    commits: dict[str, tuple[str, str]] = {}
+    for fact in sorted(book.find("file", live=False), key=order_key):
+        commit = _token(fact.detail.get("commit"))
+        if commit:
+            commits[fact.key] = (commit, one_line(str(fact.detail.get("message") or "")))
+    return commits
+
+
+@dataclass
+class _Item:
+    kind: str
+    rank: int
+    age: tuple[int, int]
+    sort: tuple
+    line: str
+    tokens: int = 0
+
+
+def _items(book: FactBook) -> list[_Item]:
+    commits = _last_commits(book)
+    items = []
+    for fact in book.find():
+        if fact.kind == "file":
+            line = file_line(fact, commits.get(fact.key))
+            # dropped files are the least useful of the files, then the oldest
+            rank_age = (0 if fact.detail.get("op") == "dropped" else 1, *order_key(fact))
+            sort: tuple = (line, order_key(fact))
+        elif fact.kind == "error":
+            if fact.status != "open":
+                continue
+            line, rank_age, sort = error_line(fact), order_key(fact), order_key(fact)
+        elif fact.kind == "command":
+            if not _token(fact.entry_id):
+                continue  # without an id there is nothing to recall; errors show its effect
+            line = f"{one_line(fact.text)}: /recall {_token(fact.entry_id)}"
+            rank_age, sort = order_key(fact), order_key(fact)
+        elif fact.kind in ("decision", "constraint", "failed"):
+            line = one_line(fact.text) + (recall_suffix(fact) if fact.kind == "failed" else "")
+            # constraints before decisions in the shared section: rules outrank choices
+            sort = (0 if fact.kind == "constraint" else 1, *order_key(fact))
+            rank_age = order_key(fact)
+        else:
+            continue
+        if not line.strip():
+            continue
+        items.append(_Item(fact.kind, _RANK[fact.kind], rank_age, sort, "- " + line))
+    return items
+
+
+def _more_line(kind: str, n: int) -> str:
+    return f"- {_ELLIPSIS} {n} more {_NOUN[kind][0 if n == 1 else 1]}: /recall <query>"
+
+
+def _assemble(goal: str | None, items: list[_Item], dropped: dict[str, int]) -> list[str]:
+    lines = [HEADER]
+    if goal:
+        lines.append(f"{GOAL}: {goal}")
+    by_section: dict[str, list[_Item]] = {}
+    for item in items:
+        by_section.setdefault(_SECTION_OF[item.kind], []).append(item)
+    for section in ORDER[1:]:
+        shown = sorted(by_section.get(section, []), key=lambda i: i.sort)
+        left = [(k, n) for k, n in dropped.items() if n and _SECTION_OF[k] == section]
+        if not shown and not left:
+            continue
+        lines.append(f"{section}:")
+        lines.extend(item.line for item in shown)
+        for kind, n in sorted(left, key=lambda kn: _RANK[kn[0]]):
+            lines.append(_more_line(kind, n))
+    return lines
+
+
+@lru_cache(maxsize=16384)
+def _tokens(line: str, model: str) -> int:
+    """Tokens of one line with its newline; per-line counts add up to the block's count within
+    about a token per line, and are cached, so a cut can be costed without re-encoding."""
+    return count_tokens(line + "\n", model)
+
+
+def _clip_goal(goal: str, budget: int, model: str) -> str | None:
+    """The goal is never dropped while anything else could be, but a pasted essay of a request
+    must not break the bound: keep the longest prefix that fits."""
+    if _tokens(f"{GOAL}: {goal}", model) <= budget:
+        return goal
+    lo, hi = 0, len(goal)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _tokens(f"{GOAL}: {goal[:mid]}{_ELLIPSIS}", model) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return goal[:lo].rstrip() + _ELLIPSIS if lo else None
+
+
+def render_state(book: FactBook, *, max_tokens: int, model: str) -> str:
+    """The state block for ``book`` within ``max_tokens``; "" when there is nothing to say or
+    not even the header fits."""
+    goal_fact = current_goal(book)
+    goal = one_line(goal_fact.text) if goal_fact else None
+    items = _items(book)
+    if not goal and not items:
+        return ""
+    header_tokens = _tokens(HEADER, model)
+    if max_tokens <= header_tokens:
+        return ""
+    if goal:
+        goal = _clip_goal(goal, max_tokens - header_tokens, model)
+        if not goal and not items:
+            return ""
+
+    for item in items:
+        item.tokens = _tokens(item.line, model)
+    fixed = header_tokens + (_tokens(f"{GOAL}: {goal}", model) if goal else 0)
+    title_tokens = {s: _tokens(f"{s}:", model) for s in ORDER[1:]}
+    shown = {s: 0 for s in ORDER[1:]}
+    for item in items:
+        shown[_SECTION_OF[item.kind]] += 1
+    kept_tokens = sum(i.tokens for i in items)
+    estimate = fixed + kept_tokens + sum(title_tokens[s] for s, n in shown.items() if n)
+    if estimate - len(items) - 8 <= max_tokens:  # it may fit: count exactly
+        text = "\n".join(_assemble(goal, items, {}))
+        if count_tokens(text, model) <= max_tokens:
+            return text
+
+    # Over budget: drop the least valuable lines until the per-line estimate fits, then confirm
+    # with an exact count.
+    drop_order = sorted(range(len(items)), key=lambda n: (items[n].rank, items[n].age))
+    gone: set[int] = set()
+    dropped: dict[str, int] = {}
+    more_tokens: dict[str, int] = {}
+    noted: set[str] = set()  # sections with a "… N more" line
+    for n in drop_order:
+        item = items[n]
+        section = _SECTION_OF[item.kind]
+        gone.add(n)
+        kept_tokens -= item.tokens
+        shown[section] -= 1
+        noted.add(section)
+        dropped[item.kind] = dropped.get(item.kind, 0) + 1
+        more_tokens[item.kind] = _tokens(_more_line(item.kind, dropped[item.kind]), model)
+        titles = sum(title_tokens[s] for s in ORDER[1:] if shown[s] or s in noted)
+        if fixed + kept_tokens + titles + sum(more_tokens.values()) > max_tokens:
+            continue
+        kept = [i for k, i in enumerate(items) if k not in gone]
+        text = "\n".join(_assemble(goal, kept, dropped))
+        if count_tokens(text, model) <= max_tokens:
+            return text
+    # Even one note per kind does not fit: the header, the goal and a single note.
+    lines = _assemble(goal, [], {})
+    text = "\n".join([*lines, _more_line("fact", len(items))])
+    if count_tokens(text, model) <= max_tokens:
+        return text
+    text = "\n".join(lines)
+    return text if goal and count_tokens(text, model) <= max_tokens else ""
