@@ -28,15 +28,25 @@ GOAL = "Goal"
 DECISIONS = "Constraints and decisions"
 FILES = "Files"
 ERRORS = "Open errors"
+FIXED = "Fixed errors"
 FAILED = "Failed approaches — do not repeat"
 RECALL = "Recall ids"
-ORDER = (GOAL, DECISIONS, FILES, ERRORS, FAILED, RECALL)
+ORDER = (GOAL, DECISIONS, FILES, ERRORS, FIXED, FAILED, RECALL)
 
 # Drop precedence when over budget: lowest rank goes first; within a rank the oldest first.
 # Commands are recoverable from the store; files and decisions are visible in the repo and the
 # user's own messages; failed approaches and open errors are what the model would otherwise
 # repeat or forget, so they go last. The goal is never dropped (only clipped).
-_RANK = {"command": 0, "file": 1, "decision": 2, "constraint": 3, "failed": 4, "error": 5}
+# Fixed errors (what was wrong and which edit fixed it: the artifact trail) go right after commands.
+_RANK = {
+    "command": 0,
+    "fixed": 1,
+    "file": 2,
+    "decision": 3,
+    "constraint": 4,
+    "failed": 5,
+    "error": 6,
+}
 _NOUN = {
     "command": ("command", "commands"),
     "file": ("file", "files"),
@@ -44,6 +54,7 @@ _NOUN = {
     "constraint": ("constraint", "constraints"),
     "failed": ("failed approach", "failed approaches"),
     "error": ("open error", "open errors"),
+    "fixed": ("fixed error", "fixed errors"),
     "fact": ("fact", "facts"),
 }
 _SECTION_OF = {
@@ -53,6 +64,7 @@ _SECTION_OF = {
     "constraint": DECISIONS,
     "failed": FAILED,
     "error": ERRORS,
+    "fixed": FIXED,
 }
 _ELLIPSIS = "…"
 
@@ -155,6 +167,13 @@ def _items(book: FactBook) -> list[_Item]:
             rank_age = (0 if fact.detail.get("op") == "dropped" else 1, *order_key(fact))
             sort: tuple = (line, order_key(fact))
         elif fact.kind == "error":
+            if fact.status == "resolved":
+                by = one_line(str(fact.detail.get("resolved_by") or ""))
+                line = one_line(fact.text) + (f" (fixed by {by})" if by else "")
+                items.append(
+                    _Item("fixed", _RANK["fixed"], order_key(fact), order_key(fact), "- " + line)
+                )
+                continue
             if fact.status != "open":
                 continue
             line, rank_age, sort = error_line(fact), order_key(fact), order_key(fact)

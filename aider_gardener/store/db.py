@@ -69,7 +69,7 @@ T = TypeVar("T")
 
 STORE_DIRNAME = ".aider.gardener"
 STORE_FILENAME = "store.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # quick_check reads every page; above this size opening would stall Aider's start-up, so large
 # stores rely on SQLite reporting corruption when a damaged page is actually read.
 QUICK_CHECK_MAX_BYTES = 64 << 20
@@ -178,8 +178,25 @@ _V1 = (
     END""",
 )
 
+# v2: the session's structured facts (continuity/facts.py; read and written by store/facts.py).
+_V2 = (
+    """CREATE TABLE facts(
+        session_id TEXT NOT NULL,
+        id INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        text TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        entry_id TEXT,
+        status TEXT NOT NULL,
+        superseded_by INTEGER,
+        detail TEXT NOT NULL DEFAULT '{}',
+        created REAL NOT NULL,
+        PRIMARY KEY(session_id, id)) WITHOUT ROWID""",
+)
+
 # Each migration takes the schema from version-1 to version; append, never edit a shipped one.
-MIGRATIONS: list[tuple[int, Sequence[str]]] = [(1, _V1)]
+MIGRATIONS: list[tuple[int, Sequence[str]]] = [(1, _V1), (2, _V2)]
 
 
 class StoreError(Exception):

@@ -14,6 +14,7 @@ from aider_gardener.continuity.state import (
     DECISIONS,
     ERRORS,
     FAILED,
+    FIXED,
     FILES,
     HEADER,
     ORDER,
@@ -66,7 +67,10 @@ def test_nothing_to_say_is_empty():
     resolved = book.add("error", "e", "boom", 1)
     book.update(resolved, status="resolved")
     book.add("command", "ls", "`ls` → ok", 1)  # no entry id: nothing to recall
-    assert render_state(book, max_tokens=BIG, model=MODEL) == ""
+    assert render_state(book, max_tokens=BIG, model=MODEL).splitlines()[1:] == [
+        "Fixed errors:",
+        "- boom",
+    ]
 
 
 def test_content_and_fixed_section_order():
@@ -76,10 +80,10 @@ def test_content_and_fixed_section_order():
     assert lines[1] == "Goal: Add retry with backoff to src/client.py"
     titles = [line[:-1] for line in lines[1:] if line.endswith(":") and not line.startswith("- ")]
     assert titles == list(ORDER[1:])
-    # superseded facts are gone, resolved errors are not open
+    # superseded facts are gone, resolved errors are listed as fixed, not open
     assert "Add a /version command" not in text
     assert "write the retry loop by hand" not in text
-    assert "E0432" not in text
+    assert lines.index("- error[E0432]: unresolved import `foo`") > lines.index("Fixed errors:")
     # files: path, state, and the last commit even when the live fact has none
     assert '- src/client.py: added (a1b2c3d "add retry")' in lines
     assert "- README.md: read-only" in lines
@@ -315,7 +319,7 @@ def test_any_book_renders_within_budget_deterministically(book, budget):
 
 
 def test_sections_named_as_in_the_issue():
-    assert ORDER[1:] == (DECISIONS, FILES, ERRORS, FAILED, RECALL)
+    assert ORDER[1:] == (DECISIONS, FILES, ERRORS, FIXED, FAILED, RECALL)
     assert FAILED == "Failed approaches — do not repeat"
 
 

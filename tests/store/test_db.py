@@ -126,13 +126,14 @@ def test_migrations_run_once_in_order(tmp_path, monkeypatch):
     with Store(folder, vectors=False) as s:
         s.ingest("kept across the migration " * 20)
         old_id = s.list_entries()[0].id
-    extra = (2, ("ALTER TABLE entries ADD COLUMN note TEXT DEFAULT 'migrated'",))
+    nxt = db.SCHEMA_VERSION + 1
+    extra = (nxt, ("ALTER TABLE entries ADD COLUMN note TEXT DEFAULT 'migrated'",))
     monkeypatch.setattr(db, "MIGRATIONS", [*db.MIGRATIONS, extra])
-    monkeypatch.setattr(db, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(db, "SCHEMA_VERSION", nxt)
     with Store(folder, vectors=False) as s:
-        assert sql(s, "PRAGMA user_version")[0][0] == 2
+        assert sql(s, "PRAGMA user_version")[0][0] == nxt
         assert sql(s, "SELECT note FROM entries WHERE id = ?", (old_id,)) == [("migrated",)]
-    with Store(folder, vectors=False) as s:  # already at 2: ALTER must not run again
+    with Store(folder, vectors=False) as s:  # already migrated: ALTER must not run again
         assert s.degraded is None
         assert s.get(old_id) is not None
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from aider_gardener.store import Store
-from aider_gardener.store.db import STORE_FILENAME
+from aider_gardener.store.db import SCHEMA_VERSION, STORE_FILENAME
 from aider_gardener.types import Source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,7 +139,7 @@ def test_processes_creating_the_store_at_once_agree_on_it(tmp_path):
     for tag, ids, not_stored, warnings, degraded in got:
         assert degraded is None and not_stored == 0 and warnings == [], tag
     with Store(folder, vectors=False) as s:
-        assert s.read(lambda c: c.execute("PRAGMA user_version").fetchone()[0]) == 1
+        assert s.read(lambda c: c.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION
         assert s.read(lambda c: c.execute("SELECT count(*) FROM entries").fetchone()[0]) == 60
         assert len(s.sessions()) == 4
 

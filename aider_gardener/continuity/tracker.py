@@ -1,0 +1,744 @@
+"""Turn Aider's messages and events into the session's facts, as they happen.
+
+The tracker is told what happens (a prompt, a reply, a command's output, files added, an edit
+applied, a commit, an undo) and keeps a ``FactBook`` current. It holds just enough state to
+relate events across turns:
+
+* attempts: the edits made for one turn (paths, commits). An error seen before an attempt and
+  seen again after it means the attempt failed; an error gone from the same command's next
+  run was resolved by the attempts in between.
+* errors by signature (``extract.ErrorSig.key``, stable across runs): when each was last seen,
+  measured in edits, so "the same failure after an edit" is a comparison of two counters.
+* commands by their normalized line: the edit counter at their last run.
+
+Rules worth knowing (the state block and checkpoints show the results):
+
+* goal: each substantive prompt (``extract.is_substantive``) that does not say the last attempt
+  failed (and does not only state rules) replaces the previous goal.
+* an error is resolved when the command that showed it runs again *completely* (exit 0, no
+  errors, a test run with counts, or only listing-kind errors: tests, compiler, lint) without
+  it. A crash with a different exception hides what would have followed, so it resolves
+  nothing. ``detail["resolved_by"]`` describes the latest attempt since the error was last
+  seen (None: it went away on a re-run without an edit). An undone attempt re-opens the errors
+  it resolved.
+* texts are single lines of at most 200 characters with identifiers verbatim; an error's text
+  is the error line alone (the command and resolution are in ``detail``, which the state block
+  renders), a file's is ``path: op[, commit HASH MESSAGE]`` with op one of added, read-only,
+  dropped, edited, created.
+* failed approach (one ``failed`` fact per attempt, its text listing every reason): the same
+  error signature again after an edit made since it was last seen; the user saying it did not
+  work (``extract.says_failed``) right after edits; ``/undo`` of the attempt's commit.
+* decisions: a new decision supersedes a live one that chose the same thing, one that chose
+  what the new one rejects ("use httpx instead of requests", later "use aiohttp instead of
+  httpx": the first is superseded, since showing both as live would contradict), and one that
+  replaced the same thing with something else. An assistant's agreement never replaces the
+  user's own words for the same decision. Constraints supersede by their normalized wording.
+
+Every ``on_*`` method is total: any input, however odd, updates what it can and never raises
+(a bug logs one debug line), because the caller is Aider's main loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, TypeVar
+
+from ..store.priority import normalize_path
+from . import extract
+from .extract import LINE_MAX, LISTING_KINDS, ErrorSig, clip
+from .facts import Fact, FactBook
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MAX_PATHS_SHOWN = 3
+EDIT_OPS = ("edited", "created")
+SIGNATURE_KINDS = ("test:", "compile:", "lint:", "exception:", "error:", "exit:")
+MAX_COMMAND = 120
+MAX_PATH = 1000
+NO_COMMAND = "(output)"
+
+
+def _total(default: Any = None) -> Callable[[F], F]:
+    """Never let a tracker bug reach Aider: log it once at debug level and carry on."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(self: "FactTracker", *args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(self, *args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - the tracker must never crash Aider
+                if fn.__name__ not in self._warned:
+                    self._warned.add(fn.__name__)
+                    log.debug("gardener: fact tracker %s failed: %r", fn.__name__, err)
+                return default() if callable(default) else default
+
+        return inner  # type: ignore[return-value]
+
+    return wrap
+
+
+def _text(value: Any) -> str:
+    """Any value as text SQLite and a terminal can hold (lone surrogates replaced)."""
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > 4096:
+        return text  # large texts are only scanned; what is kept of them goes through clip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _paths(value: Any) -> list[str]:
+    """A path or an iterable of paths as clean, distinct, non-empty strings, in order."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, (str, bytes)) else value
+    out: dict[str, None] = {}
+    try:
+        for item in items:
+            if isinstance(item, bytes):
+                item = item.decode("utf-8", "replace")
+            path = clip(_text(item), MAX_PATH)
+            if path:
+                out.setdefault(path, None)
+    except TypeError:
+        path = clip(_text(value), MAX_PATH)
+        return [path] if path else []
+    return list(out)
+
+
+def _hash(value: Any) -> str:
+    """A commit hash as one token (Aider passes the short hash)."""
+    words = clip(_text(value), 200).split()
+    return words[0][:40] if words else ""
+
+
+def _turn(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def _entry(value: Any) -> str | None:
+    text = _text(value).strip()
+    return text or None
+
+
+def command_key(command: Any) -> str:
+    """``/run  pytest -q`` -> ``pytest -q``: how a command is recognised when it runs again."""
+    text = clip(_text(command), 4 * MAX_COMMAND)
+    for prefix in ("/run ", "/test ", "/lint ", "!"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :].strip()
+            break
+    return text[:MAX_COMMAND].strip() or NO_COMMAND
+
+
+def _compose(head: str, body: str, tail: str = "") -> str:
+    """``head + body + tail`` in at most ``LINE_MAX`` characters: the body is clipped so the
+    identifiers in head and tail survive."""
+    room = LINE_MAX - len(head) - len(tail)
+    if room < 20:
+        return clip(head + body + tail)
+    return clip(head + clip(body, room) + tail)
+
+
+@dataclass
+class _Attempt:
+    """The edits applied for one turn."""
+
+    id: int
+    turn: int
+    seq: int  # the edit counter after its latest edit
+    paths: list[str] = field(default_factory=list)
+    commits: list[tuple[str, str]] = field(default_factory=list)
+    reply_entry: str | None = None
+    reasons: list[str] = field(default_factory=list)  # why it failed, in order
+    entries: list[str] = field(default_factory=list)  # outputs/prompts showing it failed
+    undone: bool = False
+    resolved: list[int] = field(default_factory=list)  # error facts it resolved
+    user_failed: bool = False
+
+    def describe(self) -> str:
+        shown = ", ".join(self.paths[:MAX_PATHS_SHOWN])
+        if len(self.paths) > MAX_PATHS_SHOWN:
+            shown += f" +{len(self.paths) - MAX_PATHS_SHOWN} more"
+        where = f"commit {self.commits[-1][0]}" if self.commits else "uncommitted"
+        if self.commits and self.commits[-1][1]:
+            where += f" {clip(self.commits[-1][1], 60)}"
+        return f"edit of {shown or '?'} ({where}, turn {self.turn})"
+
+
+@dataclass
+class _FileState:
+    """A file's latest operation. ``key`` is the path as first seen (separators normalised,
+    case kept): the state block shows it, so it must stay the user's spelling."""
+
+    key: str
+    op: str | None = None  # "added", "read-only", "dropped", "edited", "created"
+    commit: str | None = None
+    message: str | None = None
+    undone: int | None = None
+
+    def render(self) -> str:
+        text = self.op or "seen"
+        if self.op in EDIT_OPS and self.commit:
+            text += f", commit {self.commit}" + (f" {self.message}" if self.message else "")
+        if self.op in EDIT_OPS and self.undone is not None:
+            text += f" (undone in turn {self.undone})"
+        return _compose(f"{self.key}: ", text)
+
+
+@dataclass
+class _ErrorState:
+    seen_seq: int  # the edit counter when last seen
+    commands: set[str] = field(default_factory=set)
+    failed_again: int = 0
+
+
+class FactTracker:
+    """Aider's messages and events in, facts out (see the module docstring for the rules)."""
+
+    def __init__(self, book: FactBook | None = None) -> None:
+        self.book = book if book is not None else FactBook()
+        self._warned: set[str] = set()
+        self._seq = 0  # edits applied so far
+        self._attempts: list[_Attempt] = []
+        self._next_attempt = 1
+        self._ran_since_edit = False  # an output or prompt came after the latest edit
+        self._files: dict[str, _FileState] = {}
+        self._errors: dict[str, _ErrorState] = {}
+        self._commands: dict[str, int] = {}  # command key -> edit counter at its last run
+        self._prompt_seq = 0  # the edit counter at the latest prompt
+        self._last_reply: tuple[int, str | None] = (-1, None)
+        self._adopted: dict[str, Fact] = {}  # open errors read back without a signature
+        self._adopt(self.book)
+
+    # -- events ----------------------------------------------------------------------------
+
+    @_total()
+    def on_prompt(self, text: Any, turn: Any, entry_id: Any = None) -> None:
+        """A user message: a new goal, decisions and constraints, or "that didn't work"."""
+        prompt, turn, entry = _text(text)[: extract.MAX_MESSAGE], _turn(turn), _entry(entry_id)
+        if extract.is_aider_message(prompt):
+            # Aider's own wrapper or reflection, not the user's words; but the model is asked
+            # again, so the edits that follow are a new try
+            self._ran_since_edit = True
+            return
+        failed = extract.says_failed(prompt)
+        if failed:
+            attempts = self._attempts_since(self._prompt_seq) or self._latest_unblamed()
+            said = clip(prompt, 80)
+            for attempt in attempts:
+                if not attempt.user_failed:
+                    attempt.user_failed = True
+                    self._fail(attempt, f'user said "{said}" (turn {turn})', turn, entry)
+        body = _strip_mode(prompt)
+        rules = extract.decisions_in(body, "user") if not body.startswith("/") else []
+        # A prompt that only states rules ("use httpx instead of requests") keeps the goal.
+        only_rules = bool(rules) and len(list(extract.sentences(body))) <= len(rules)
+        if not failed and not only_rules and extract.is_substantive(prompt):
+            words = " ".join(x for x in extract.prose_lines(body) if x)
+            self.book.add("goal", "goal", clip(words or body), turn, entry_id=entry)
+        for kind, key, line in rules:
+            self._decide(kind, key, line, turn, entry, by="user")
+        self._prompt_seq = self._seq
+        self._ran_since_edit = True
+
+    @_total()
+    def on_reply(self, text: Any, turn: Any, entry_id: Any = None) -> None:
+        """An assistant reply: decisions it agrees to."""
+        reply, turn, entry = _text(text)[: extract.MAX_MESSAGE], _turn(turn), _entry(entry_id)
+        self._last_reply = (turn, entry)
+        for kind, key, line in extract.decisions_in(reply, "assistant"):
+            self._decide(kind, key, line, turn, entry, by="assistant")
+
+    @_total()
+    def on_output(
+        self,
+        command: Any,
+        output: Any,
+        turn: Any,
+        entry_id: Any = None,
+        exit_code: Any = None,
+    ) -> None:
+        """A command's output (``/run``, ``/test``, lint, a shell command Aider ran)."""
+        cmd, turn, entry = command_key(command), _turn(turn), _entry(entry_id)
+        raw_command = _text(command) or None
+        code = _exit_code(exit_code)
+        scan = extract.scan_output(_text(output), raw_command)
+        errors = list(scan.errors)
+        if not errors and code not in (None, 0):
+            errors.append(_exit_error(cmd, code, _text(output)))
+        for sig in errors:
+            self._claim_adopted(sig, cmd)
+        present = {e.key for e in errors}
+        ran_before = cmd in self._commands
+        complete = (
+            code == 0
+            or not errors
+            or bool(scan.counts)
+            or all(e.kind in LISTING_KINDS for e in errors)
+        )
+        if ran_before and complete:
+            self._resolve_missing(cmd, present, turn)
+        repeated: dict[int, list[ErrorSig]] = {}
+        for sig in errors:
+            attempt = self._seen(sig, cmd, turn, entry)
+            if attempt is not None:
+                repeated.setdefault(attempt.id, []).append(sig)
+        for attempt_id, sigs in repeated.items():
+            attempt = self._attempt(attempt_id)
+            if attempt is None:
+                continue
+            more = f" (+{len(sigs) - 1} more)" if len(sigs) > 1 else ""
+            self._fail(attempt, f"did not fix: {sigs[0].line}{more}", turn, entry)
+        self._commands[cmd] = self._seq
+        self._ran_since_edit = True
+        outcome = _outcome(scan.counts, errors, code, len(scan.errors))
+        self.book.add(
+            "command",
+            cmd,
+            _compose(f"`{cmd}` -> ", outcome),
+            turn,
+            entry_id=entry,
+            status="open" if errors else "resolved",
+            detail={
+                "command": cmd,
+                "exit_code": code,
+                "counts": dict(scan.counts),
+                "errors": len(errors),
+                "ok": not errors,
+            },
+        )
+
+    @_total()
+    def on_files_added(self, paths: Any, turn: Any, read_only: Any = False) -> None:
+        turn = _turn(turn)
+        for path in _paths(paths):
+            self._file_event(path, turn, "read-only" if read_only else "added")
+
+    @_total()
+    def on_files_dropped(self, paths: Any, turn: Any) -> None:
+        """``paths`` None: every file in the chat (Aider's bare ``/drop``)."""
+        turn = _turn(turn)
+        if paths is None:
+            targets = [f.key for f in self._files.values() if f.op not in (None, "dropped")]
+        else:
+            targets = _paths(paths)
+        for path in targets:
+            self._file_event(path, turn, "dropped")
+
+    @_total()
+    def on_edit_applied(self, paths: Any, turn: Any, created: Any = ()) -> None:
+        turn = _turn(turn)
+        new = _paths(created)
+        edited = _paths(paths)
+        everything = edited + [p for p in new if p not in edited]
+        if not everything:
+            return
+        self._seq += 1
+        attempt = self._attempts[-1] if self._attempts else None
+        # One attempt is the edits of one turn up to the next output or prompt: Aider's
+        # lint/test reflections edit again within the same turn, and that is a new try.
+        if attempt is None or attempt.turn != turn or attempt.undone or self._ran_since_edit:
+            reply_turn, reply_entry = self._last_reply
+            attempt = _Attempt(
+                id=self._next_attempt,
+                turn=turn,
+                seq=self._seq,
+                reply_entry=reply_entry if reply_turn == turn else None,
+            )
+            self._attempts.append(attempt)
+            self._next_attempt += 1
+        self._ran_since_edit = False
+        attempt.seq = self._seq
+        created_keys = {normalize_path(p) for p in new}
+        for path in everything:
+            if path not in attempt.paths:
+                attempt.paths.append(path)
+            op = "created" if normalize_path(path) in created_keys else "edited"
+            state = self._file(path)
+            if state.op == "created" and state.commit is None and op == "edited":
+                op = "created"  # still the same, uncommitted creation
+            state.op, state.commit, state.message, state.undone = op, None, None, None
+            self._file_fact(state, turn, new_fact=True, extra={"attempt": attempt.id})
+
+    @_total()
+    def on_commit(self, commit_hash: Any, message: Any, paths: Any, turn: Any) -> None:
+        """Aider committed: the hash and message go onto those files' facts."""
+        commit = _hash(commit_hash)
+        msg = clip(_text(message).strip().split("\n", 1)[0], 80) if message else ""
+        turn = _turn(turn)
+        if not commit:
+            return
+        targets = _paths(paths)
+        attempt = self._attempt_for(targets)
+        if not targets and attempt is not None:
+            targets = list(attempt.paths)
+        if attempt is not None and (commit, msg) not in attempt.commits:
+            attempt.commits.append((commit, msg))
+        for path in targets:
+            state = self._file(path)
+            fresh = state.op not in EDIT_OPS  # committed without an edit event: record one
+            state.op = state.op if not fresh else "edited"
+            state.commit, state.message, state.undone = commit, msg, None
+            self._file_fact(state, turn, new_fact=fresh)
+
+    @_total()
+    def on_undo(self, commit_hash: Any, message: Any, turn: Any) -> None:
+        """``/undo``: the attempt behind that commit failed; its files' facts say so, and the
+        errors it resolved are open again."""
+        commit = _hash(commit_hash)
+        turn = _turn(turn)
+        attempt = self._attempt_by_commit(commit) or self._latest_unundone()
+        if attempt is None:
+            return
+        attempt.undone = True
+        shown = f"commit {commit}" if commit else "the last edit"
+        msg = clip(_text(message).split("\n", 1)[0], 60) if message else ""
+        self._fail(attempt, f"undone: {shown}{' ' + msg if msg else ''} (turn {turn})", turn, None)
+        for path in attempt.paths:
+            state = self._file(path)
+            if state.op in EDIT_OPS:
+                state.undone = turn
+                self._file_fact(state, turn, new_fact=False)
+        for fact_id in attempt.resolved:
+            fact = self.book.get(fact_id)
+            if fact is not None and fact.live and fact.status == "resolved":
+                self.book.update(
+                    fact,
+                    status="open",
+                    text=fact.detail.get("line") or fact.text,
+                    detail={"resolved_by": None, "reopened_turn": turn},
+                )
+                state = self._errors.get(fact.key)
+                if state is not None:
+                    state.seen_seq = self._seq
+
+    # -- for eviction ----------------------------------------------------------------------
+
+    @_total(default=set)
+    def failed_entry_ids(self) -> set[str]:
+        """Stored entries that show a failed approach (the reply with the edit, the outputs
+        and prompts that showed it failed): evicted only after everything else."""
+        out: set[str] = set()
+        for fact in self.book.find("failed"):
+            out.update(_fact_entries(fact))
+        return out
+
+    @_total(default=set)
+    def open_error_entry_ids(self) -> set[str]:
+        """Stored entries showing an error that is still open: evicted only after everything
+        else."""
+        out: set[str] = set()
+        for fact in self.book.find("error"):
+            if fact.status == "open":
+                out.update(_fact_entries(fact))
+        return out
+
+    # -- internals: errors -----------------------------------------------------------------
+
+    def _seen(self, sig: ErrorSig, cmd: str, turn: int, entry: str | None) -> _Attempt | None:
+        """Record a sighting of ``sig``; the latest attempt it survived, if any."""
+        fact = self.book.current("error", sig.key)
+        state = self._errors.get(sig.key)
+        if fact is None or fact.status != "open" or state is None:
+            entries = [entry] if entry else []
+            self.book.add(
+                "error",
+                sig.key,
+                sig.line,
+                turn,
+                entry_id=entry,
+                detail={
+                    "command": cmd,
+                    "line": sig.line,
+                    "kind": sig.kind,
+                    "first_turn": turn,
+                    "entries": entries,
+                },
+            )
+            self._errors[sig.key] = _ErrorState(self._seq, {cmd})
+            return None
+        survived = self._attempts_since(state.seen_seq)
+        state.commands.add(cmd)
+        state.seen_seq = self._seq
+        entries = list(fact.detail.get("entries", []))
+        if entry and entry not in entries:
+            entries.append(entry)
+        if survived:
+            state.failed_again += 1
+        detail = {"entries": entries[-8:], "last_turn": turn, "failed_again": state.failed_again}
+        if detail != {k: fact.detail.get(k) for k in detail}:
+            self.book.update(fact, detail=detail)
+        return survived[-1] if survived else None
+
+    def _resolve_missing(self, cmd: str, present: set[str], turn: int) -> None:
+        for fact in self.book.find("error"):
+            if fact.status != "open" or fact.key in present:
+                continue
+            state = self._errors.get(fact.key)
+            if state is None or cmd not in state.commands:
+                continue
+            fixers = self._attempts_since(state.seen_seq)
+            if fixers:
+                fixers[-1].resolved.append(fact.id)
+                by: str | None = fixers[-1].describe()
+            else:
+                by = None  # gone on a re-run without an edit in between
+            self.book.update(
+                fact,
+                status="resolved",
+                detail={
+                    "resolved_by": by,
+                    "resolved_turn": turn,
+                    "resolved_attempts": [a.id for a in fixers],
+                },
+            )
+
+    def _claim_adopted(self, sig: ErrorSig, cmd: str) -> None:
+        """An error read back from a checkpoint seen again: from now on it is known by its
+        signature, so it can fail attempts and be resolved like any other."""
+        if not self._adopted or self.book.current("error", sig.key) is not None:
+            return
+        fact = self._adopted.pop(" ".join(sig.line.split()), None)
+        if fact is None or not fact.live or fact.status != "open":
+            return
+        old = self._errors.pop(fact.key, None)
+        self.book.update(fact, key=sig.key, detail={"line": sig.line, "kind": sig.kind})
+        commands = (old.commands if old else set()) | {cmd}
+        self._errors[sig.key] = _ErrorState(old.seen_seq if old else 0, commands)
+
+    # -- internals: attempts ---------------------------------------------------------------
+
+    def _attempts_since(self, seq: int) -> list[_Attempt]:
+        return [a for a in self._attempts if a.seq > seq and not a.undone]
+
+    def _attempt(self, attempt_id: int) -> _Attempt | None:
+        return next((a for a in reversed(self._attempts) if a.id == attempt_id), None)
+
+    def _latest_unblamed(self) -> list[_Attempt]:
+        for attempt in reversed(self._attempts):
+            if not attempt.undone:
+                return [] if attempt.user_failed else [attempt]
+        return []
+
+    def _latest_unundone(self) -> _Attempt | None:
+        return next((a for a in reversed(self._attempts) if not a.undone), None)
+
+    def _attempt_for(self, paths: list[str]) -> _Attempt | None:
+        """The latest attempt that touched any of ``paths`` (the latest one when none given)."""
+        if not self._attempts:
+            return None
+        if not paths:
+            return self._attempts[-1]
+        keys = {normalize_path(p) for p in paths}
+        for attempt in reversed(self._attempts):
+            if keys & {normalize_path(p) for p in attempt.paths}:
+                return attempt
+        return None
+
+    def _attempt_by_commit(self, commit: str) -> _Attempt | None:
+        if not commit:
+            return None
+        for attempt in reversed(self._attempts):
+            for known, _msg in attempt.commits:
+                if known.startswith(commit) or commit.startswith(known):
+                    return attempt
+        return None
+
+    def _fail(self, attempt: _Attempt, reason: str, turn: int, entry: str | None) -> None:
+        if reason not in attempt.reasons:
+            attempt.reasons.append(reason)
+        if entry and entry not in attempt.entries:
+            attempt.entries.append(entry)
+        key = f"attempt:{attempt.id}"
+        text = _compose("", attempt.describe() + ": " + "; ".join(attempt.reasons))
+        detail = {
+            "attempt": attempt.id,
+            "paths": list(attempt.paths),
+            "commits": [list(c) for c in attempt.commits],
+            "edit_turn": attempt.turn,
+            "reasons": list(attempt.reasons),
+            "entries": ([attempt.reply_entry] if attempt.reply_entry else []) + attempt.entries,
+            "undone": attempt.undone,
+        }
+        fact = self.book.current("failed", key)
+        if fact is None:
+            self.book.add("failed", key, text, turn, entry_id=entry, detail=detail)
+        else:
+            self.book.update(fact, text=text, detail=detail)
+
+    # -- internals: files ------------------------------------------------------------------
+
+    def _file(self, path: str) -> _FileState:
+        key = normalize_path(path)
+        state = self._files.get(key)
+        if state is None:
+            state = self._files[key] = _FileState(_path_key(path))
+        return state
+
+    def _file_event(self, path: str, turn: int, op: str) -> None:
+        state = self._file(path)
+        if state.op == op:
+            return
+        state.op, state.commit, state.message, state.undone = op, None, None, None
+        self._file_fact(state, turn, new_fact=True)
+
+    def _file_fact(
+        self, state: _FileState, turn: int, new_fact: bool, extra: dict[str, Any] | None = None
+    ) -> None:
+        detail = {
+            "op": state.op,
+            "commit": state.commit,
+            "message": state.message,
+            "undone_turn": state.undone,
+            **(extra or {}),
+        }
+        detail = {k: v for k, v in detail.items() if v is not None}
+        current = self.book.current("file", state.key)
+        if new_fact or current is None:
+            self.book.add("file", state.key, state.render(), turn, detail=detail)
+        else:
+            self.book.update(current, text=state.render(), detail=detail)
+
+    # -- internals: decisions --------------------------------------------------------------
+
+    def _decide(
+        self, kind: str, key: str, line: str, turn: int, entry: str | None, by: str
+    ) -> None:
+        if kind == "constraint":
+            self.book.add("constraint", key, line, turn, entry_id=entry, detail={"by": by})
+            return
+        x, y = _choice(key)
+        live = self.book.find("decision")
+        if by == "assistant" and any(_choice(f.key)[0] == x for f in live):
+            return  # agreeing with a decision already recorded in the user's words
+        current = self.book.current("decision", key)
+        if current is not None and current.text == line:
+            return
+        fact = self.book.add(
+            "decision",
+            key,
+            line,
+            turn,
+            entry_id=entry,
+            detail={"use": x, "instead_of": y or None, "by": by},
+            supersede=False,
+        )
+        for old in live:
+            if old.id == fact.id:
+                continue
+            ox, oy = _choice(old.key)
+            if (ox == x and (y or not oy)) or (y and ox == y) or (y and oy == y and ox != x):
+                self.book.update(old, status="superseded", superseded_by=fact.id)
+
+    # -- resume ------------------------------------------------------------------------------
+
+    def _adopt(self, book: FactBook) -> None:
+        """Rebuild what can be rebuilt from an existing book (facts read back on resume):
+        open errors can still be resolved, files keep their commit."""
+        for fact in book:
+            if not fact.live:
+                continue
+            if fact.kind == "error" and fact.status == "open":
+                cmd = fact.detail.get("command") or NO_COMMAND
+                self._errors[fact.key] = _ErrorState(0, {cmd})
+                self._commands.setdefault(cmd, 0)  # its next run can resolve it
+                if not fact.key.startswith(SIGNATURE_KINDS):
+                    # a checkpoint keys errors by their text: match them by the error line
+                    self._adopted[" ".join(str(fact.detail.get("line") or fact.text).split())] = (
+                        fact
+                    )
+            elif fact.kind == "failed":
+                attempt = fact.detail.get("attempt")
+                if isinstance(attempt, int):  # new attempts must not reuse its key
+                    self._next_attempt = max(self._next_attempt, attempt + 1)
+            elif fact.kind == "file" and fact.key:
+                state = self._file(fact.key)
+                state.key = fact.key
+                state.op = fact.detail.get("op")
+                state.commit = fact.detail.get("commit")
+                state.message = fact.detail.get("message")
+                undone = fact.detail.get("undone_turn")
+                state.undone = undone if isinstance(undone, int) else None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _path_key(path: str) -> str:
+    """``.\\src\\app.py`` -> ``src/app.py``: one spelling per file, case kept."""
+    key = path.strip().replace("\\", "/")
+    while key.startswith("./"):
+        key = key[2:]
+    return key or path
+
+
+def _strip_mode(prompt: str) -> str:
+    stripped = prompt.lstrip()
+    for mode in ("/ask ", "/code ", "/architect ", "/context "):
+        if stripped.startswith(mode):
+            return stripped[len(mode) :]
+    return prompt
+
+
+def _choice(key: str) -> tuple[str, str]:
+    body = key[4:] if key.startswith("use:") else key
+    x, _, y = body.partition("|")
+    return x, y
+
+
+def _exit_code(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _exit_error(cmd: str, code: int, output: str) -> ErrorSig:
+    """A failed command whose output has no recognisable error: its last line says most."""
+    tail = output[-4096:].strip().rsplit("\n", 1)[-1].strip() if output else ""
+    line = f"exit {code}" + (f": {tail}" if tail else "")
+    return ErrorSig(f"exit:{cmd}", clip(extract.strip_ansi(line)), "exit")
+
+
+def _outcome(counts: dict[str, int], errors: list[ErrorSig], code: int | None, found: int) -> str:
+    order = ("failed", "errors", "passed", "skipped", "pending", "xfailed", "xpassed")
+    parts = [f"{counts[k]} {k}" for k in order if counts.get(k)]
+    parts += [
+        f"{v} {k}"
+        for k, v in counts.items()
+        if k not in order and v and k not in ("total", "warnings")
+    ]
+    if parts:
+        text = ", ".join(parts)
+        return text + (f" (exit {code})" if code not in (None, 0) and not errors else "")
+    if errors:
+        n = f"{found}+" if found >= extract.MAX_ERRORS else str(len(errors))
+        first = errors[0].line
+        return f"{n} error{'s' if len(errors) > 1 else ''}: {first}"
+    if code not in (None, 0):
+        return f"exit {code}"
+    return "ok"
+
+
+def _fact_entries(fact: Fact) -> Iterable[str]:
+    if fact.entry_id:
+        yield fact.entry_id
+    for entry in fact.detail.get("entries", ()) or ():
+        if isinstance(entry, str) and entry:
+            yield entry
