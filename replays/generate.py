@@ -9,6 +9,10 @@ seeded, so the files are identical on every run; nothing is copied from third-pa
 * ``ask-research``: ask-mode research (questions, long prose answers, ``/run`` of greps and
   docs), where Aider's ``cur_messages`` grow between summaries.
 * ``small-window-overflow``: an 8k-token window meeting large logs; plain Aider overflows.
+* ``continuity-30``: a session with files, edits that apply, failing tests, a failed approach and
+  the user's decisions and constraints; then ``/soft-restart`` and probes about the artifact
+  trail (files touched, errors seen, decisions made); then a new Aider process (``session``
+  event) and the same probes.
 """
 
 from __future__ import annotations
@@ -62,20 +66,34 @@ class Script:
         self.events += [{"type": "assistant", "content": r} for r in replies]
         return self.turn
 
-    def add(self, path: str, content: str) -> None:
-        self.events.append({"type": "add", "path": path, "content": content})
+    def add(self, path: str, content: str, read_only: bool = False) -> None:
+        event = {"type": "add", "path": path, "content": content}
+        if read_only:
+            event["read_only"] = True
+        self.events.append(event)
 
     def drop(self, path: str) -> None:
         self.events.append({"type": "drop", "path": path})
 
-    def probe(self, source_turn: int, distance: int, question: str, *answers: str) -> None:
+    def probe(
+        self, source_turn: int, distance: int, question: str, *answers: str, kind: str = ""
+    ) -> None:
         event = {
             "type": "probe",
             "question": question,
             "answers": list(answers),
             "source_turn": source_turn,
         }
+        if kind:
+            event["kind"] = kind
         self.pending.append((source_turn + distance, event))
+
+    def session(self, resume: bool = True) -> None:
+        """The Aider process ends here and a new one starts (probes due now come first)."""
+        self.turn += 1
+        self._flush_probes()
+        self.turn -= 1
+        self.events.append({"type": "session", "resume": resume})
 
     def replay(self) -> Replay:
         self.turn += 1  # probes due after the last turn
@@ -433,10 +451,390 @@ def overflow_session(seed: int = 11) -> Replay:
     return s.replay()
 
 
+class Files:
+    """File contents as the replay's repo holds them, so every SEARCH/REPLACE block is made
+    from the current text and applies exactly once."""
+
+    def __init__(self, files: dict[str, str]):
+        self.files = dict(files)
+
+    def block(self, path: str, search: str, replace: str) -> str:
+        text = self.files[path]
+        assert text.count(search) == 1, f"SEARCH must match {path} exactly once: {search!r}"
+        self.files[path] = text.replace(search, replace, 1)
+        return (
+            f"{path}\n```python\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n"
+            ">>>>>>> REPLACE\n```\n"
+        )
+
+
+AMOUNTS = '''"""Amounts in ledger rows: a number and an ISO 4217 currency code."""
+
+from typing import Tuple
+
+DEFAULT_CURRENCY = "EUR"
+
+
+def parse_amount(text):
+    """Not implemented yet."""
+    raise NotImplementedError
+'''
+API = '''"""The public API of ledgerly: load a ledger, total it."""
+
+import csv
+
+from .amounts import parse_amount
+
+
+def load_ledger(path):
+    """Rows of the CSV at ``path`` with their amounts parsed."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        amount = parse_amount(f"{row['amount']} {row['currency']}")
+        row["amount"] = amount
+    return rows
+
+
+def total(ledger):
+    """The sum of the ledger's amounts (one currency)."""
+    return sum(row["amount"] for row in ledger)
+'''
+CLI = '''"""``python -m ledgerly.cli import FILE``: load a CSV export and print its total."""
+
+import argparse
+
+from .api import load_ledger, total
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="ledgerly")
+    sub = parser.add_subparsers(dest="command", required=True)
+    imp = sub.add_parser("import")
+    imp.add_argument("path")
+    args = parser.parse_args(argv)
+    ledger = load_ledger(args.path)
+    print(f"Imported {len(ledger)} rows from {args.path}: total {total(ledger)}")
+
+
+if __name__ == "__main__":
+    main()
+'''
+LEGACY_RATES = '''"""Exchange rates of the 2019 importer, by ISO 4217 numeric code. Read only."""
+
+RATES = {978: 1.0, 840: 1.12, 826: 0.86, 756: 1.09, 392: 121.4}
+
+
+def convert(amount, code):
+    return round(amount / RATES[code], 2)
+'''
+AMOUNT_TESTS = (
+    "test_parse_amount_plain",
+    "test_parse_amount_currency",
+    "test_parse_amount_default_currency",
+    "test_parse_amount_thousands",
+    "test_parse_amount_parentheses",
+    "test_parse_amount_rejects_text",
+    "test_parse_amount_whitespace",
+)
+
+
+def amounts_test_output(rng: random.Random, failure: tuple[str, list[str], str] | None) -> str:
+    """A pytest run of tests/test_amounts.py; ``failure`` = (test name, body lines, error)."""
+    failed = failure[0] if failure else None
+    dots = "".join("F" if n == failed else "." for n in AMOUNT_TESTS)
+    out = [
+        "============================= test session starts ==============================",
+        "platform linux -- Python 3.11.9, pytest-8.3.2, pluggy-1.5.0",
+        "rootdir: /home/dev/ledgerly",
+        f"collected {len(AMOUNT_TESTS)} items",
+        "",
+        f"tests/test_amounts.py {dots}{' ' * (50 - len(dots))}[100%]",
+    ]
+    seconds = f"{rng.uniform(0.1, 0.4):.2f}s"
+    if failure is None:
+        out.append(f"============================== {len(AMOUNT_TESTS)} passed in {seconds} ====")
+        return "\n".join(out) + "\n"
+    name, body, error = failure
+    out += [
+        "",
+        "=================================== FAILURES ===================================",
+        f"_________________________ {name} __________________________",
+        "",
+        f"    def {name}():",
+        *body,
+        "",
+        f"ledgerly/amounts.py:{rng.randint(12, 18)}: {error.split(':')[0]}",
+        "=========================== short test summary info ============================",
+        f"FAILED tests/test_amounts.py::{name} - {error}",
+        f"========================= 1 failed, {len(AMOUNT_TESTS) - 1} passed in {seconds} ====",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def docs_log(rng: random.Random, lines: int) -> str:
+    out = ["sphinx-build -b html docs docs/_build/html", "Running Sphinx v7.2.6"]
+    for i in range(lines):
+        step = "writing output" if i % 3 == 0 else "reading sources"
+        page = f"{rng.choice(WORDS)}/{rng.choice(WORDS)}"
+        out.append(f"{step}... [{100 * (i + 1) // lines:3d}%] {page}")
+    out.append("build succeeded.")
+    return "\n".join(out) + "\n"
+
+
+def import_log(rng: random.Random, lines: int, folder: str) -> str:
+    out = []
+    for i in range(lines):
+        out.append(
+            f"2025-01-15 10:{i // 60 % 60:02d}:{i % 60:02d} INFO import row {i + 1}:"
+            f" {rng.choice(WORDS)} {rng.randint(1, 9999)}.{rng.randint(0, 99):02d}"
+            f" {rng.choice(['EUR', 'USD', 'GBP', 'CHF'])}"
+        )
+    out.append(f"Imported {lines} rows from {folder} (4 files)")
+    return "\n".join(out) + "\n"
+
+
+def continuity_session(seed: int = 13) -> Replay:
+    """The continuity replay. Every probe answer is a string a continuity mechanism must keep
+    verbatim (a path, a test id, an exception line, a library's name, the user's constraint);
+    the same probes are asked after ``/soft-restart`` and again after a new Aider process
+    started (``session`` event). Replies after the restart never repeat an answer."""
+    rng = random.Random(seed)
+    s = Script(
+        {
+            "name": "continuity-30",
+            "source": "generated by replays/generate.py (fictional ledgerly library)",
+            "model": "gpt-4o",
+            "max_input_tokens": 128000,
+            "edit_format": "diff",
+            "description": "files, edits, failing tests, a failed approach and decisions; then"
+            " /soft-restart and artifact probes; then a new session and the same probes",
+        }
+    )
+    amounts, api, cli = "ledgerly/amounts.py", "ledgerly/api.py", "ledgerly/cli.py"
+    f = Files({amounts: AMOUNTS, api: API, cli: CLI})
+    for path in (amounts, api, cli):
+        s.add(path, f.files[path])
+    facts: list[tuple[int, str, str]] = []  # (source turn, question, answer)
+
+    t = s.user(
+        "We're adding multi-currency amounts to ledgerly. Ground rules: the package must support"
+        " Python 3.9 (no match statements, no `X | Y` unions), and don't touch the public API in"
+        " ledgerly/api.py: load_ledger(path) and total(ledger) keep their signatures.",
+        "Understood. I'll keep to 3.9 syntax and leave those two signatures as they are; the"
+        f" parsing goes into the amounts module. {prose(rng, 3)}",
+    )
+    facts.append((t, "Which Python version must the package support?", "Python 3.9"))
+    facts.append((t, "What must we not touch?", "don't touch the public API"))
+    first = (
+        "def parse_amount(text: str) -> Tuple[float, str]:\n"
+        '    """\'1,234.50 EUR\' -> (1234.5, \'EUR\'); a bare number gets DEFAULT_CURRENCY."""\n'
+        "    parts = text.split()\n"
+        "    number = parts[0]\n"
+        "    currency = parts[1] if len(parts) > 1 else DEFAULT_CURRENCY\n"
+    )
+    t = s.user(
+        "Add parse_amount(text) to the amounts module: '1,234.50 EUR' should give the amount and"
+        " the currency.",
+        "Here is a first version.\n\n"
+        + f.block(
+            amounts,
+            'def parse_amount(text):\n    """Not implemented yet."""\n'
+            "    raise NotImplementedError",
+            first + "    return float(number), currency",
+        ),
+    )
+    facts.append((t, "Which file did we add parse_amount to?", amounts))
+    value_error = "ValueError: could not convert string to float: '1,234.50'"
+    thousands = (
+        "test_parse_amount_thousands",
+        [
+            '>       assert parse_amount("1,234.50 EUR") == (1234.5, "EUR")',
+            "",
+            "tests/test_amounts.py:14: ",
+            "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _",
+            "text = '1,234.50 EUR'",
+            "",
+            "    def parse_amount(text: str) -> Tuple[float, str]:",
+            "        parts = text.split()",
+            "        number = parts[0]",
+            ">       return float(number), currency",
+            f"E       {value_error}",
+        ],
+        value_error,
+    )
+    t = s.run(
+        "pytest -q tests/test_amounts.py",
+        amounts_test_output(rng, thousands),
+        1,
+        "test",
+        "The number probably carries stray whitespace from the CSV; strip it first.\n\n"
+        + f.block(
+            amounts,
+            "    return float(number), currency",
+            "    return float(number.strip()), currency",
+        ),
+    )
+    facts.append(
+        (t, "Which test failed first?", "tests/test_amounts.py::test_parse_amount_thousands")
+    )
+    facts.append((t, "What exception did parse_amount raise on '1,234.50 EUR'?", value_error))
+    s.run(  # the failed approach: the same failure after the edit
+        "pytest -q tests/test_amounts.py",
+        amounts_test_output(rng, thousands),
+        1,
+        "test",
+        "Stripping did not help: the comma is a thousands separator, and float() rejects it."
+        f" {prose(rng, 2)}",
+    )
+    t = s.user(
+        "That didn't work. Use Decimal instead of float for amounts, and use py-moneyed instead"
+        " of forex-python for the currency objects.",
+        "Agreed: Decimal for the number, Money objects for amount and currency, and the comma"
+        " removed before parsing.\n\n"
+        + f.block(
+            amounts,
+            "from typing import Tuple",
+            "from decimal import Decimal\n\n" "from moneyed import Money",
+        )
+        + "\n"
+        + f.block(
+            amounts,
+            first + "    return float(number.strip()), currency",
+            "def parse_amount(text: str) -> Money:\n"
+            "    \"\"\"'1,234.50 EUR' -> Money('1234.50', 'EUR'); a bare number gets"
+            ' DEFAULT_CURRENCY."""\n'
+            "    parts = text.split()\n"
+            '    number = parts[0].replace(",", "")\n'
+            "    currency = parts[1] if len(parts) > 1 else DEFAULT_CURRENCY\n"
+            "    return Money(Decimal(number), currency)",
+        ),
+    )
+    facts.append((t, "Which library did we choose for the currency objects?", "py-moneyed"))
+    invalid = "decimal.InvalidOperation: [<class 'decimal.ConversionSyntax'>]"
+    parentheses = (
+        "test_parse_amount_parentheses",
+        [
+            '>       assert parse_amount("(12.00) USD") == Money("-12.00", "USD")',
+            "",
+            "tests/test_amounts.py:31: ",
+            ">       return Money(Decimal(number), currency)",
+            f"E       {invalid}",
+        ],
+        invalid,
+    )
+    t = s.run(
+        "pytest -q tests/test_amounts.py",
+        amounts_test_output(rng, parentheses),
+        1,
+        "test",
+        "Accounting exports write negatives in parentheses; turn them into a minus sign.\n\n"
+        + f.block(
+            amounts,
+            '    number = parts[0].replace(",", "")\n',
+            '    number = parts[0].replace(",", "")\n'
+            '    if number.startswith("(") and number.endswith(")"):\n'
+            '        number = "-" + number[1:-1]  # accounting notation for negatives\n',
+        ),
+    )
+    facts.append(
+        (
+            t,
+            "Which test failed after the switch to Decimal?",
+            "tests/test_amounts.py::test_parse_amount_parentheses",
+        )
+    )
+    s.run("pytest -q tests/test_amounts.py", amounts_test_output(rng, None), 0, "test")
+    s.add("ledgerly/legacy_rates.py", LEGACY_RATES, read_only=True)
+    t = s.user(
+        "Can we reuse the rate table in the legacy rates module?",
+        "No: it is keyed by numeric currency codes and rounds every conversion to two places,"
+        f" which Decimal amounts must not do. Better leave it out. {prose(rng, 3)}",
+    )
+    facts.append((t, "Which read-only file did we look at and then drop?", "legacy_rates.py"))
+    s.drop("ledgerly/legacy_rates.py")
+    key_error = "KeyError: 'currency'"
+    t = s.run(
+        "python -m ledgerly.cli import samples/march.csv",
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/runpy.py", line 197, in _run_module_as_main\n'
+        "    return _run_code(code, main_globals, None,\n"
+        '  File "/usr/lib/python3.11/runpy.py", line 87, in _run_code\n'
+        "    exec(code, run_globals)\n"
+        '  File "/home/dev/ledgerly/ledgerly/cli.py", line 19, in <module>\n'
+        "    main()\n"
+        '  File "/home/dev/ledgerly/ledgerly/cli.py", line 14, in main\n'
+        "    ledger = load_ledger(args.path)\n"
+        '  File "/home/dev/ledgerly/ledgerly/api.py", line 13, in load_ledger\n'
+        "    amount = parse_amount(f\"{row['amount']} {row['currency']}\")\n"
+        f"{key_error}\n",
+        1,
+    )
+    facts.append((t, "What error did the CLI import of the March export raise?", key_error))
+    t = s.user(
+        "The March export has no currency column. Fix load_ledger without changing its"
+        " signature.",
+        "Rows without a currency get the default one; the signature stays.\n\n"
+        + f.block(
+            api,
+            "from .amounts import parse_amount",
+            "from .amounts import DEFAULT_CURRENCY, parse_amount",
+        )
+        + "\n"
+        + f.block(
+            api,
+            "        amount = parse_amount(f\"{row['amount']} {row['currency']}\")",
+            '        currency = row.get("currency") or DEFAULT_CURRENCY\n'
+            "        amount = parse_amount(f\"{row['amount']} {currency}\")",
+        ),
+    )
+    facts.append((t, "Which file did the fix for the CLI crash change?", api))
+    s.run(
+        "python -m ledgerly.cli import samples/march.csv",
+        "Imported 412 rows from samples/march.csv: total 18204.17 EUR\n",
+    )
+    s.user("/checkpoint parser and import work")
+    t = s.user(
+        "Use ruff instead of flake8 for linting from now on.",
+        f"Fine: one linter, configured in pyproject.toml. {prose(rng, 2)}",
+    )
+    facts.append((t, "Which linter did we decide to use?", "ruff"))
+    # the bloat that makes a soft restart worth it: long outputs and long answers
+    s.run("make docs", docs_log(rng, 260))
+    s.user("How should total() handle ledgers with mixed currencies?", prose(rng, 18))
+    s.run("python -m ledgerly.cli import samples/q1/ --verbose", import_log(rng, 320, "q1"))
+    s.user("And rounding: where should it happen?", prose(rng, 16))
+    s.run("make docs", docs_log(rng, 220))
+    s.user("What else could go wrong with real bank exports?", prose(rng, 20))
+    s.run("python -m ledgerly.cli import samples/q2/ --verbose", import_log(rng, 300, "q2"))
+    s.user("Give me a short plan for the release notes.", prose(rng, 14))
+    s.user("/soft-restart parser and import are done; next, CLI flags")
+    s.user(
+        "Add a --currency option to the import command so users can set the default.",
+        "Here is the option; it only affects what is printed for now.\n\n"
+        + f.block(
+            cli,
+            '    imp.add_argument("path")\n',
+            '    imp.add_argument("path")\n'
+            '    imp.add_argument("--currency", default=None, help="default currency code")\n',
+        ),
+    )
+    s.user("Anything else to check before the release?", prose(rng, 6))
+    for source, question, answer in facts:
+        s.probe(source, s.turn - source, question, answer, kind="artifact")
+    s.user("Thanks, that's all for this morning.", "You're welcome.")
+    s.session(resume=True)
+    s.user("Picking this up again after lunch. What's left to do?", prose(rng, 4))
+    for source, question, answer in facts:
+        s.probe(source, s.turn - source, question, answer, kind="artifact")
+    s.user("Ok, let's start with the CLI help text.", prose(rng, 3))
+    return s.replay()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     out = Path(argv[0]) if argv else HERE
-    for replay in (coding_session(), ask_research(), overflow_session()):
+    for replay in (coding_session(), ask_research(), overflow_session(), continuity_session()):
         path = save(replay, out / f"{replay.name}.jsonl")
         print(f"{path}: {replay.turns()} turns, {len(replay.probes())} probes")
     return 0

@@ -20,7 +20,9 @@ SCHEMA: dict[str, tuple[dict[str, type | tuple[type, ...]], dict[str, type | tup
         {"edit_format": str, "description": str, "notes": str},
     ),
     "user": ({"content": str}, {}),
-    "assistant": ({"content": str}, {}),
+    # applied/commits: ground truth kept by importers (edits that applied, commits made); the
+    # runner ignores them, evaluations of the fact tracker use them
+    "assistant": ({"content": str}, {"applied": list, "commits": list}),
     "run": (
         {"command": str, "output": str},
         {"exit_code": int, "via": str, "gap": bool},
@@ -31,6 +33,9 @@ SCHEMA: dict[str, tuple[dict[str, type | tuple[type, ...]], dict[str, type | tup
         {"question": str, "answers": list, "source_turn": int},
         {"kind": str},
     ),
+    # the Aider process ends and a new one starts in the same repo with the same store; resume
+    # (default true) starts it with --gardener-resume
+    "session": ({}, {"resume": bool}),
 }
 PROBE_FILE_FIELDS = {"replay": str, "at_turn": int, "question": str, "answers": list}
 VIAS = ("run", "test")

@@ -18,6 +18,7 @@ ROWS = (
     ("summary input tokens", "llm_summary_input_tokens", False),
     ("gardener ms p50", "gardener_ms_p50", False),
     ("gardener ms p95", "gardener_ms_p95", False),
+    ("gardener store open ms", "gardener_open_ms", False),
     ("wall s", "wall_s", False),
 )
 PROBE_ROWS = (
@@ -25,6 +26,13 @@ PROBE_ROWS = (
     ("probe in recall@5", "probe_in_recall5"),
     ("probe in prompt|recall@5", "probe_in_prompt_or_recall5"),
     ("  at distance ≥ 40", "probe_long"),
+    ("  verbatim only", "probe_in_prompt_or_recall5_verbatim"),
+)
+# continuity replays: probe in prompt|recall@5 after each kind of reset (rows shown when asked)
+PHASE_ROWS = (
+    ("  after /soft-restart", "after-soft-restart"),
+    ("  after resume", "after-resume"),
+    ("  after a new session", "after-new-session"),
 )
 BASELINE = "aider"
 MAX_MODE_COLUMNS = 5
@@ -40,6 +48,9 @@ def _ratio(value: float, base: float) -> str:
     if not base:
         return ""
     return f" ({value / base:.2f}×)"
+
+
+_NONE = {"hit": 0, "n": 0}
 
 
 def _frac(fig: dict[str, int]) -> str:
@@ -66,13 +77,20 @@ def build_tables(report: dict[str, Any]) -> list[Any]:
         for label, key, with_ratio in ROWS:
             cells = []
             for fig in modes.values():
-                cell = _num(fig[key])
+                cell = _num(fig.get(key, 0))
                 if with_ratio and base is not None:
                     cell += _ratio(fig[key], base[key])
                 cells.append(cell)
             table.add_row(label, *cells)
         for label, key in PROBE_ROWS:
-            table.add_row(label, *[_frac(fig[key]) for fig in modes.values()])
+            table.add_row(label, *[_frac(fig.get(key, _NONE)) for fig in modes.values()])
+        for label, phase in PHASE_ROWS:
+            cells = [
+                fig.get("probe_phases", {}).get(phase, {}).get("probe_in_prompt_or_recall5")
+                for fig in modes.values()
+            ]
+            if any(cells):
+                table.add_row(label, *[_frac(c or _NONE) for c in cells])
         tables.append(table)
     return tables
 
@@ -87,13 +105,27 @@ def print_report(report: dict[str, Any], console: Any = None) -> None:
         console.print(table)
     console.print(
         "Billed = every answered request (the model's and Aider's summarizer's); recall for the"
-        " aider modes counts as a miss (they have none)."
+        " aider modes counts as a miss (they have none). Probes match loosely (every content"
+        " word of the answer in one message or hit) in every mode; 'verbatim only' is strict."
     )
 
 
+def plot_points(figures: dict[str, Any]) -> tuple[list[int], list[int]]:
+    """(turns, tokens) of the turns that made an answered request: a turn without one (an
+    ``/add``, a ``/run`` whose output stays out of the chat, a refused request) has no prompt,
+    and drawing it as 0 would draw a dip that never happened."""
+    per_turn = figures["prompt_tokens_per_turn"]
+    turns = figures.get("request_turns")
+    if turns is None:  # a report written before request_turns existed
+        turns = [t for t, tokens in enumerate(per_turn, start=1) if tokens]
+    return list(turns), [per_turn[t - 1] for t in turns]
+
+
 def plot(report: dict[str, Any], out: str | Path) -> str:
-    """Prompt tokens per turn for each mode, one panel per replay. Returns a one-line message
-    (matplotlib is a dev dependency; without it ``--plot`` says so instead of failing)."""
+    """Prompt tokens per turn for each mode, one panel per replay (turns with an answered
+    request as a line, refused requests as crosses at the size they had). Returns a one-line
+    message (matplotlib is a dev dependency; without it ``--plot`` says so instead of
+    failing)."""
     try:
         import matplotlib
 
@@ -105,8 +137,17 @@ def plot(report: dict[str, Any], out: str | Path) -> str:
     fig, axes = plt.subplots(len(replays), 1, figsize=(9, 3.2 * len(replays)), squeeze=False)
     for ax, (name, entry) in zip(axes[:, 0], replays.items()):
         for mode, figures in entry["modes"].items():
-            per_turn = figures["prompt_tokens_per_turn"]
-            ax.plot(range(1, len(per_turn) + 1), per_turn, label=mode)
+            turns, tokens = plot_points(figures)
+            (line,) = ax.plot(turns, tokens, marker=".", markersize=3, label=mode)
+            refused = figures.get("overflow_requests") or []
+            if refused:
+                ax.scatter(
+                    [t for t, _ in refused],
+                    [n for _, n in refused],
+                    marker="x",
+                    color=line.get_color(),
+                    label=f"{mode}: refused (over the window)",
+                )
         window = entry.get("meta", {}).get("max_input_tokens")
         if window:
             ax.axhline(window, color="grey", linestyle=":", label="window")

@@ -14,6 +14,12 @@ summarizer thread. Only the edges are stubbed, so every mode meets the same inpu
   enter the chat through ``add`` events only, so every mode has the same files).
 * reflections are off (``max_reflections = 0``): each recorded reply answers one request; a
   failed edit costs no extra unrecorded round trip.
+
+Continuity (issue 7): a ``session`` event ends the Aider process the way an exit does (the
+gardener session is closed, so whatever it writes at exit is written) and starts a new one in the
+same repo with the same store, resuming (``--gardener-resume``) in the gardener modes. Plain Aider
+has no checkpoints: there ``/soft-restart`` is replayed as ``/clear`` (what a plain-Aider user
+does to reset a bloated chat) and ``/checkpoint`` is skipped.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import aider_gardener  # noqa: F401  (offline switches before aider/litellm load
 from aider_gardener.tokens import count_tokens
 
 from .format import TURN_EVENTS, Replay
+from .matching import loose, verbatim
 
 MODES = ("aider", "aider-fixed", "gardener", "gardener-evict", "gardener-incremental")
 GARDENER_MODES = {
@@ -63,7 +70,15 @@ ALLOWED_COMMANDS = {
     "map",
     "run",
     "test",
+    "soft-restart",
+    "checkpoint",
 }
+# What a plain-Aider user types instead of a gardener command (None: nothing, the line is skipped)
+PLAIN_AIDER_EQUIVALENT: dict[str, str | None] = {"soft-restart": "/clear", "checkpoint": None}
+# Probe phases: where in a continuity replay a probe was asked
+PHASE_SOFT_RESTART = "after-soft-restart"
+PHASE_RESUME = "after-resume"
+PHASE_NEW_SESSION = "after-new-session"
 STAND_IN_LABEL = "[stand-in for Aider's LLM summary, {tokens} tokens of chat summarized]"
 
 
@@ -77,11 +92,24 @@ class Request:
 
 @dataclass
 class ProbeResult:
+    """``in_prompt``/``in_recall5`` use the loose matcher (``matching.loose``), the
+    ``*_verbatim`` fields the strict one (default: the same as the loose result)."""
+
     question: str
     turn: int
     source_turn: int
     in_prompt: bool
     in_recall5: bool | None  # None: the mode has no recall
+    in_prompt_verbatim: bool | None = None
+    in_recall5_verbatim: bool | None = None
+    kind: str = ""
+    phase: str = ""  # "", PHASE_SOFT_RESTART, PHASE_RESUME or PHASE_NEW_SESSION
+
+    def __post_init__(self) -> None:
+        if self.in_prompt_verbatim is None:
+            self.in_prompt_verbatim = self.in_prompt
+        if self.in_recall5_verbatim is None:
+            self.in_recall5_verbatim = self.in_recall5
 
     @property
     def distance(self) -> int:
@@ -96,7 +124,9 @@ class ModeRun:
     window: int
     turns: int = 0
     requests: list[Request] = field(default_factory=list)
-    gardener_ms: list[float] = field(default_factory=list)  # per turn
+    gardener_ms: list[float] = field(default_factory=list)  # per turn, store opening excluded
+    gardener_open_ms: list[float] = field(default_factory=list)  # one per store opened
+    sessions: int = 1  # Aider processes: 1 + the replay's ``session`` events
     probes: list[ProbeResult] = field(default_factory=list)
     wall_s: float = 0.0
     unused_replies: int = 0
@@ -254,19 +284,23 @@ def bench_environment() -> Iterator[Path]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _gardener_args(store: Path, mode: str, vectors: bool) -> Any:
+def _gardener_args(store: Path, mode: str, vectors: bool, resume: bool = False) -> Any:
+    """The options ``aider-gardener`` would get. Scope is ``project`` (the default): each run
+    has a store of its own, so within one Aider process it equals ``session``, and a resumed
+    process can recall what the one before it stored."""
     import argparse
 
     return argparse.Namespace(
         gardener_mode=GARDENER_MODES[mode],
         gardener_budget=None,
         gardener_store=str(store),
-        gardener_scope="session",
+        gardener_scope="project",
         gardener_chroma_url=None,
         gardener_max_output=1024,
         gardener_rag_tokens=1024,
         gardener_recent_turns=3,
         gardener_vectors=vectors,
+        gardener_resume=resume,
     )
 
 
@@ -292,31 +326,58 @@ def _mode_context(mode: str) -> Iterator[None]:
         Coder.max_reflections = saved_reflections
 
 
+@dataclass
+class GardenerClock:
+    """Gardener time: ``turn_ms`` accumulates the current turn's work, ``opens`` the time of
+    each store opening. Opening the store (SQLite, schema, the embedding worker) is a one-off
+    per process on its first use, so it is kept out of the per-turn figures: a first turn that
+    pays it would otherwise be the p95."""
+
+    turn_ms: float = 0.0
+    opens: list[float] = field(default_factory=list)
+
+
 @contextlib.contextmanager
-def _timed_gardener(sink: list[float]) -> Iterator[None]:
+def _timed_gardener(clock: GardenerClock) -> Iterator[None]:
     """Time every piece of gardener work: it all runs through ``GardenerSession.attempt``
-    (outermost calls only, so nested steps are not counted twice)."""
+    (outermost calls only, so nested steps are not counted twice), less the time spent
+    opening the store, which ``GardenerSession.open_store`` reports to ``clock.opens``."""
     from aider_gardener.integration.session import GardenerSession
 
     original = GardenerSession.attempt
-    depth = threading.local()
+    original_open = GardenerSession.open_store
+    local = threading.local()
 
     def attempt(self, step, fn, *args, **kwargs):  # noqa: ANN001
-        if getattr(depth, "n", 0):
+        if getattr(local, "depth", 0):
             return original(self, step, fn, *args, **kwargs)
-        depth.n = 1
+        local.depth, local.opening = 1, 0.0
         t0 = time.perf_counter()
         try:
             return original(self, step, fn, *args, **kwargs)
         finally:
-            depth.n = 0
-            sink[0] += (time.perf_counter() - t0) * 1000
+            local.depth = 0
+            clock.turn_ms += (time.perf_counter() - t0) * 1000 - local.opening
+
+    def open_store(self, coder):  # noqa: ANN001
+        if self.store is not None or self.store_failed:
+            return original_open(self, coder)
+        t0 = time.perf_counter()
+        try:
+            return original_open(self, coder)
+        finally:
+            ms = (time.perf_counter() - t0) * 1000
+            clock.opens.append(ms)
+            if getattr(local, "depth", 0):
+                local.opening += ms
 
     GardenerSession.attempt = attempt
+    GardenerSession.open_store = open_store
     try:
         yield
     finally:
         GardenerSession.attempt = original
+        GardenerSession.open_store = original_open
 
 
 def _command_name(line: str) -> str | None:
@@ -326,16 +387,19 @@ def _command_name(line: str) -> str | None:
     return word.lower()
 
 
-def _present(answers: list[str], text: str) -> bool:
-    flat = " ".join(text.split())
-    return any(" ".join(a.split()) in flat for a in answers)
-
-
 class _Session:
     """One replay in one mode: the coder (replaced on every SwitchCoder), the stub and the
     scripted ``run_cmd``."""
 
-    def __init__(self, replay: Replay, mode: str, root: Path, store: Path, vectors: bool):
+    def __init__(
+        self,
+        replay: Replay,
+        mode: str,
+        root: Path,
+        store: Path,
+        vectors: bool,
+        resume: bool = False,
+    ):
         from aider.coders import Coder
         from aider.models import Model
 
@@ -352,7 +416,7 @@ class _Session:
         if mode in GARDENER_MODES:
             from aider_gardener.integration.commands import GardenCommands
 
-            args = _gardener_args(store, mode, vectors)
+            args = _gardener_args(store, mode, vectors, resume)
             commands = GardenCommands(self.io, None, args=args)
         self.coder = Coder.create(
             model,
@@ -370,6 +434,7 @@ class _Session:
             fnames=[],
         )
         self.scripted: tuple[int, str] | None = None
+        self.closed = False
 
     def run_cmd(self, command: str, **kwargs: Any) -> tuple[int, str]:
         scripted, self.scripted = self.scripted, None
@@ -400,6 +465,11 @@ class _Session:
         return session.store if session is not None else None
 
     def close(self) -> None:
+        """What ends with the Aider process: the gardener session (its exit work included)
+        and the summarizer thread. Once only."""
+        if self.closed:
+            return
+        self.closed = True
         session = getattr(self.coder, "gardener", None)
         if session is not None:
             session.close()
@@ -409,30 +479,51 @@ class _Session:
                 thread.join(timeout=30)
 
 
-def _in_prompt(answers: list[str], messages: list[dict], run: ModeRun) -> bool:
-    """An answer is in the prompt only if that prompt can be sent (fits the window)."""
+def _in_prompt_both(answers: list[str], messages: list[dict], run: ModeRun) -> tuple[bool, bool]:
+    """(loose, verbatim): is an answer in the prompt? Only if that prompt can be sent (fits
+    the window). Loose matching looks for the answer's content words within one message."""
     if messages_tokens(messages, run.model) > run.window:
-        return False
-    return _present(answers, messages_text(messages))
+        return False, False
+    units = [_content_text(m.get("content")) for m in messages]
+    strict = verbatim(answers, "\n".join(units))
+    return strict or loose(answers, units), strict
 
 
-def _recall_hit(store: Any, question: str, answers: list[str]) -> bool:
+def _in_prompt(answers: list[str], messages: list[dict], run: ModeRun) -> bool:
+    return _in_prompt_both(answers, messages, run)[0]
+
+
+def _recall_hit_both(store: Any, question: str, answers: list[str]) -> tuple[bool, bool]:
+    """(loose, verbatim): is an answer in one of ``recall(question)``'s top 5 hits?"""
     if store is None:
-        return False
+        return False, False
     with contextlib.suppress(Exception):
         store.drain(timeout=60)  # embeddings of everything said so far, as after a pause
     hits = store.recall(question, limit=5)
     if not hits:
-        return False
+        return False, False
     originals = store.get_entries([h.entry_id for h in hits])
+    hit_loose = hit_strict = False
     for hit in hits:
         entry = originals.get(hit.entry_id)
         text = entry.original if entry is not None else hit.text
         if isinstance(text, bytes):
             text = text.decode("utf-8", "replace")
-        if _present(answers, f"{text}\n{hit.text}\n{hit.excerpt}"):
-            return True
-    return False
+        unit = f"{text}\n{hit.text}\n{hit.excerpt}"
+        hit_strict = hit_strict or verbatim(answers, unit)
+        hit_loose = hit_loose or hit_strict or loose(answers, [unit])
+        if hit_strict:
+            break
+    return hit_loose, hit_strict
+
+
+def _plain_line(text: str, mode: str) -> str | None:
+    """The line typed in ``mode``: a gardener command becomes its plain-Aider equivalent
+    (``None``: skipped) in the ``aider`` modes."""
+    name = _command_name(text)
+    if mode in GARDENER_MODES or name not in PLAIN_AIDER_EQUIVALENT:
+        return text
+    return PLAIN_AIDER_EQUIVALENT[name]
 
 
 def run_replay(
@@ -449,7 +540,7 @@ def run_replay(
 
     result = ModeRun(replay.name, mode, replay.meta["model"], int(replay.meta["max_input_tokens"]))
     start = time.perf_counter()
-    sink = [0.0]
+    clock = GardenerClock()
     out = _io.StringIO()
     cwd = os.getcwd()
     with contextlib.ExitStack() as stack:
@@ -458,17 +549,24 @@ def run_replay(
         if not keep_output:
             stack.enter_context(contextlib.redirect_stdout(out))
         stack.enter_context(_mode_context(mode))
-        stack.enter_context(_timed_gardener(sink))
+        stack.enter_context(_timed_gardener(clock))
         stub = StubLLM(litellm.completion, result.model, result.window)
-        session = _Session(replay, mode, root, store_dir / "store", vectors)
-        stub.summary_max_tokens = int(session.coder.main_model.max_chat_history_tokens)
-        stack.callback(session.close)
+        current: list[_Session] = []
+
+        def start_session(resume: bool = False) -> _Session:
+            session = _Session(replay, mode, root, store_dir / "store", vectors, resume)
+            stub.summary_max_tokens = int(session.coder.main_model.max_chat_history_tokens)
+            aider_commands.run_cmd = session.run_cmd
+            current[:] = [session]
+            return session
+
+        stack.callback(lambda: current and current[0].close())
         stack.callback(setattr, litellm, "completion", litellm.completion)
         stack.callback(setattr, aider_commands, "run_cmd", aider_commands.run_cmd)
         litellm.completion = stub
-        aider_commands.run_cmd = session.run_cmd
+        session = start_session()
         events = replay.events
-        i, turn = 0, 0
+        i, turn, phase = 0, 0, ""
         while i < len(events):
             event = events[i]
             kind = event["type"]
@@ -482,17 +580,33 @@ def run_replay(
                 quoted = f'"{event["path"]}"' if " " in event["path"] else event["path"]
                 session.line(f"/{verb} {quoted}")
                 continue
+            if kind == "session":
+                resume = bool(event.get("resume", True))
+                session.close()  # the process exits: the gardener does its exit work
+                session = start_session(resume=resume and mode in GARDENER_MODES)
+                result.sessions += 1
+                phase = PHASE_RESUME if resume else PHASE_NEW_SESSION
+                continue
             if kind == "probe":
-                in_recall = None
+                in_recall = in_recall_strict = None
                 if mode in GARDENER_MODES:
-                    in_recall = _recall_hit(session.store(), event["question"], event["answers"])
+                    in_recall, in_recall_strict = _recall_hit_both(
+                        session.store(), event["question"], event["answers"]
+                    )
+                in_prompt, in_prompt_strict = _in_prompt_both(
+                    event["answers"], session.next_prompt(stub), result
+                )
                 result.probes.append(
                     ProbeResult(
                         event["question"],
                         turn,
                         event["source_turn"],
-                        _in_prompt(event["answers"], session.next_prompt(stub), result),
+                        in_prompt,
                         in_recall,
+                        in_prompt_strict,
+                        in_recall_strict,
+                        kind=event.get("kind", ""),
+                        phase=phase,
                     )
                 )
                 continue
@@ -509,22 +623,26 @@ def run_replay(
             else:
                 text = event["content"]
             name = _command_name(text)
-            if name is not None and name not in ALLOWED_COMMANDS:
+            if name == "soft-restart":
+                phase = PHASE_SOFT_RESTART  # a probe's phase: the latest reset before it
+            typed = _plain_line(text, mode)
+            if typed is None or (name is not None and name not in ALLOWED_COMMANDS):
                 result.skipped_commands += 1
                 continue
             stub.turn, stub.queue = turn, replies
-            sink[0] = 0.0
+            clock.turn_ms = 0.0
             try:
-                session.line(text)
+                session.line(typed)
             except (Exception, SystemExit) as err:  # noqa: BLE001 - one turn, not the replay
                 result.errors.append(f"turn {turn}: {type(err).__name__}: {err}")
             result.unused_replies += len(stub.queue)
             stub.queue = []
-            result.gardener_ms.append(sink[0])
+            result.gardener_ms.append(clock.turn_ms)
         session.close()
         result.turns = turn
     os.chdir(cwd)
     result.requests = list(stub.requests)
+    result.gardener_open_ms = list(clock.opens)
     result.wall_s = time.perf_counter() - start
     return result
 

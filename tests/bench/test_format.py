@@ -114,3 +114,30 @@ def test_replay_with_unknown_fields_cannot_be_saved(tmp_path):
     replay = Replay(meta={k: v for k, v in META.items() if k != "type"}, events=[{"type": "x"}])
     with pytest.raises(ReplayFormatError):
         save(replay, tmp_path / "x.jsonl")
+
+
+def test_session_event_and_assistant_ground_truth_fields():
+    evs = events()
+    evs[3] = {**evs[3], "applied": [{"path": "src/app.py"}], "commits": ["a1b2c3d fix"]}
+    evs.insert(7, {"type": "session"})
+    evs.append({"type": "session", "resume": False})
+    replay = from_events(evs)
+    assert replay.turns() == 3  # a new process is not a turn
+    assert [e.get("resume", True) for e in replay.events if e["type"] == "session"] == [
+        True,
+        False,
+    ]
+
+
+@pytest.mark.parametrize(
+    "event, expected",
+    [
+        ({"type": "session", "resume": "yes"}, "'resume' must be bool"),
+        ({"type": "session", "path": "x"}, "unknown fields"),
+        ({"type": "assistant", "content": "x", "applied": "all"}, "'applied' must be list"),
+        ({"type": "assistant", "content": "x", "commits": 3}, "'commits' must be list"),
+    ],
+)
+def test_bad_session_and_assistant_fields_are_reported(event, expected):
+    problems = validate(events() + [event])
+    assert any(p.startswith(f"line {len(events()) + 1}:") and expected in p for p in problems)

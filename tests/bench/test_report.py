@@ -165,3 +165,113 @@ def test_cli_window_override(tmp_path):
     entry = json.loads(out.read_text())["replays"]["tiny"]
     assert entry["meta"]["max_input_tokens"] == 3000
     assert entry["modes"]["aider"]["overflows"] >= 1  # the large /test output no longer fits
+
+
+def continuity_run(mode: str) -> ModeRun:
+    run = ModeRun("c", mode, "gpt-4o", 1000, turns=4, sessions=2)
+    run.requests = [Request(1, 100, "main"), Request(3, 1200, "main", overflow=True)]
+    run.requests.append(Request(4, 150, "main"))
+    run.gardener_ms = [3.0, 1.0, 2.0, 4.0]
+    run.gardener_open_ms = [250.0, 90.0]
+    run.probes = [
+        ProbeResult("q", 2, 1, True, False, False, False, kind="artifact"),
+        ProbeResult("q", 3, 1, True, True, True, False, "artifact", "after-soft-restart"),
+        ProbeResult("q", 3, 1, False, False, kind="artifact", phase="after-soft-restart"),
+        ProbeResult("q", 4, 1, False, True, kind="artifact", phase="after-resume"),
+    ]
+    return run
+
+
+def test_open_time_and_phases_and_verbatim_figures():
+    fig = report_json([continuity_run("gardener")])["replays"]["c"]["modes"]["gardener"]
+    assert fig["gardener_open_ms"] == 250.0 and fig["gardener_open_ms_each"] == [250.0, 90.0]
+    assert fig["gardener_ms_p95"] == 4.0 and fig["sessions"] == 2  # opening not in the turns
+    assert fig["probe_in_prompt"] == {"hit": 2, "n": 4}
+    assert fig["probe_in_prompt_verbatim"] == {"hit": 1, "n": 4}
+    assert fig["probe_in_prompt_or_recall5_verbatim"] == {"hit": 2, "n": 4}  # 2nd and 4th
+    phases = fig["probe_phases"]
+    assert set(phases) == {"after-soft-restart", "after-resume"}  # no phase: not grouped
+    assert phases["after-soft-restart"]["probe_in_prompt_or_recall5"] == {"hit": 1, "n": 2}
+    assert phases["after-resume"]["probe_in_recall5"] == {"hit": 1, "n": 1}
+    assert fig["probe_kinds"]["artifact"]["probe_in_prompt_or_recall5"] == {"hit": 3, "n": 4}
+    assert [p["phase"] for p in fig["probes"]][1:] == ["after-soft-restart"] * 2 + ["after-resume"]
+
+
+def test_plot_draws_only_turns_with_a_request():
+    from bench.replay.report import plot_points
+
+    fig = report_json([continuity_run("aider")])["replays"]["c"]["modes"]["aider"]
+    assert fig["prompt_tokens_per_turn"] == [100, 0, 0, 150]
+    assert fig["request_turns"] == [1, 4] and fig["overflow_requests"] == [[3, 1200]]
+    assert plot_points(fig) == ([1, 4], [100, 150])
+    # a report written before request_turns existed: zero turns are left out too
+    old = {"prompt_tokens_per_turn": [0, 20, 0, 30]}
+    assert plot_points(old) == ([2, 4], [20, 30])
+
+
+def test_table_shows_phase_rows_only_when_there_are_such_probes():
+    from rich.console import Console
+
+    out = io.StringIO()
+    print_report(report_json([continuity_run("aider")]), Console(file=out, width=200))
+    text = out.getvalue()
+    assert "after /soft-restart" in text and "1/2 (50%)" in text and "after resume" in text
+    assert "after a new session" not in text and "store open ms" in text
+    out = io.StringIO()
+    print_report(report_json([fake_run("aider", [1])]), Console(file=out, width=200))
+    assert "after /soft-restart" not in out.getvalue()
+
+
+def test_continuity_replay_is_what_the_generator_writes(tmp_path):
+    from pathlib import Path
+
+    from replays.generate import main as generate
+
+    generate([str(tmp_path)])
+    bundled = Path(__file__).resolve().parents[2] / "replays" / "continuity-30.jsonl"
+    assert (tmp_path / "continuity-30.jsonl").read_text() == bundled.read_text()
+
+
+def test_continuity_replay_edits_apply_and_probes_follow_each_reset():
+    from pathlib import Path
+
+    from aider.coders.editblock_coder import do_replace, find_original_update_blocks
+
+    from bench.replay.format import load
+
+    replay = load(Path(__file__).resolve().parents[2] / "replays" / "continuity-30.jsonl")
+    assert 25 <= replay.turns() <= 32
+    files, applied, phase = {}, 0, ""
+    probes: dict[str, list[dict]] = {}
+    said_before: list[str] = []  # everything the session said before the first reset
+    said_after: list[str] = []
+    fence = ("```", "```")
+    for e in replay.events:
+        text = "\n".join(str(e.get(k, "")) for k in ("path", "content", "command", "output"))
+        (said_after if phase else said_before).append(text)
+        if e["type"] == "add":
+            files[e["path"]] = e["content"]
+        elif e["type"] == "assistant":
+            for path, search, replace in find_original_update_blocks(e["content"], fence, set()):
+                new = do_replace(path, files.get(path), search, replace, fence)
+                assert new is not None, f"edit of {path} does not apply"
+                files[path], applied = new, applied + 1
+        elif e["type"] == "user" and e["content"].startswith("/soft-restart"):
+            phase = "after-soft-restart"
+        elif e["type"] == "session":
+            assert e.get("resume", True)
+            phase = "after-resume"
+        elif e["type"] == "probe":
+            assert phase and e["kind"] == "artifact"
+            probes.setdefault(phase, []).append(e)
+    assert applied >= 6 and "Money(Decimal(number), currency)" in files["ledgerly/amounts.py"]
+    assert set(probes) == {"after-soft-restart", "after-resume"}
+    questions = [[p["question"] for p in ps] for ps in probes.values()]
+    assert questions[0] == questions[1] and len(questions[0]) >= 8
+    answers = [a for p in probes["after-resume"] for a in p["answers"]]
+    for wanted in ("tests/test_amounts.py::test_parse_amount_thousands", "py-moneyed"):
+        assert wanted in answers
+    before, after = "\n".join(said_before), "\n".join(said_after)
+    for answer in answers:
+        assert answer in before, answer  # said before the reset …
+        assert answer not in after, answer  # … and never repeated after it

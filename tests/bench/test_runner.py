@@ -164,3 +164,120 @@ def test_added_files_are_in_the_prompt_even_with_spaces_in_their_path():
     ]
     (run,) = run_all([from_events(events)], ["aider"], vectors=False)
     assert run.probes[0].in_prompt and not run.errors
+
+
+def continuity_events() -> list[dict]:
+    """A decision, /checkpoint, a long reply, /soft-restart, probes; a new process, probes."""
+    return [
+        tiny_events()[0] | {"max_input_tokens": 16000},
+        {"type": "add", "path": "app.py", "content": "def parse(x):\n    return int(x)\n"},
+        {"type": "user", "content": "Use orjson instead of json for parsing. " + DECISION},
+        {"type": "assistant", "content": "Agreed."},
+        {"type": "user", "content": "/checkpoint decision made"},
+        {"type": "user", "content": "Explain the parser."},
+        {"type": "assistant", "content": "It parses rows of the batch. " * 40},
+        {"type": "user", "content": "/soft-restart"},
+        {"type": "probe", "question": "ticket?", "answers": ["PARSE-7731"], "source_turn": 1},
+        {"type": "user", "content": "What next?"},
+        {"type": "assistant", "content": "Tests."},
+        {"type": "session"},
+        {"type": "user", "content": "Where were we?"},
+        {"type": "assistant", "content": "At the tests."},
+        {
+            "type": "probe",
+            "question": "ticket?",
+            "answers": ["PARSE-7731"],
+            "source_turn": 1,
+            "kind": "artifact",
+        },
+    ]
+
+
+@pytest.fixture(scope="module")
+def continuity_runs():
+    import bench.replay.runner as runner
+
+    log: list[tuple] = []
+
+    class Recording(runner._Session):
+        def __init__(self, replay, mode, root, store, vectors, resume=False):
+            log.append(("open", mode, root, store, resume))
+            super().__init__(replay, mode, root, store, vectors, resume)
+
+        def close(self):
+            if not self.closed:
+                log.append(("close", self.mode))
+            super().close()
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runner, "_Session", Recording)
+        runs = run_all(
+            [from_events(continuity_events())], ["aider", "gardener-evict"], vectors=False
+        )
+    return {r.mode: r for r in runs}, log
+
+
+def test_a_session_event_closes_the_process_and_starts_one_on_the_same_repo_and_store(
+    continuity_runs,
+):
+    runs, log = continuity_runs
+    for mode in ("aider", "gardener-evict"):
+        mine = [e for e in log if e[1] == mode]
+        assert [e[0] for e in mine] == ["open", "close", "open", "close"], mode
+        assert mine[0][2:4] == mine[2][2:4]  # same repo, same store
+        assert (mine[0][4], mine[2][4]) == (False, mode.startswith("gardener"))
+        assert runs[mode].sessions == 2 and runs[mode].turns == 6 and not runs[mode].errors
+
+
+def test_gardener_commands_in_plain_aider(continuity_runs):
+    runs, _ = continuity_runs
+    # /checkpoint is skipped in plain aider; /soft-restart is replayed there as /clear
+    assert runs["aider"].skipped_commands == 1
+    assert runs["gardener-evict"].skipped_commands == 0
+    first = runs["aider"].probes[0]
+    assert not first.in_prompt  # the history that said it was cleared
+
+
+def test_probes_know_which_reset_came_before_them(continuity_runs):
+    runs, _ = continuity_runs
+    for run in runs.values():
+        assert [(p.phase, p.kind) for p in run.probes] == [
+            ("after-soft-restart", ""),
+            ("after-resume", "artifact"),
+        ]
+        assert [p.turn for p in run.probes] == [4, 6]
+    assert not runs["aider"].probes[1].in_prompt  # a new plain-aider process knows nothing
+
+
+def test_store_opening_is_timed_once_per_process_and_not_in_the_turns(continuity_runs):
+    runs, _ = continuity_runs
+    assert runs["aider"].gardener_open_ms == []
+    opens = runs["gardener-evict"].gardener_open_ms
+    assert len(opens) == 2 and all(ms > 0 for ms in opens)
+    assert len(runs["gardener-evict"].gardener_ms) == 6
+
+
+def test_the_clock_leaves_store_opening_out_of_the_turn(monkeypatch, tmp_path):
+    import time
+    from types import SimpleNamespace
+
+    import aider_gardener.store as store_pkg
+    from aider_gardener.integration.options import GardenerConfig
+    from aider_gardener.integration.session import GardenerSession
+    from bench.replay.runner import GardenerClock, _timed_gardener
+
+    def slow_open(*args, **kwargs):
+        time.sleep(0.2)
+        return SimpleNamespace(close=lambda: None)
+
+    monkeypatch.setattr(store_pkg, "open_store", slow_open)
+    session = GardenerSession(GardenerConfig(store=str(tmp_path / "s")))
+    coder = SimpleNamespace(root=str(tmp_path), main_model=SimpleNamespace(name="gpt-4o"))
+    clock = GardenerClock()
+    originals = (GardenerSession.attempt, GardenerSession.open_store)
+    with _timed_gardener(clock):
+        session.attempt("step", lambda: session.open_store(coder) and time.sleep(0.05))
+        session.attempt("step", session.open_store, coder)  # already open: not an opening
+    assert len(clock.opens) == 1 and clock.opens[0] >= 200
+    assert 50 <= clock.turn_ms < clock.opens[0]  # the step's own work, without the opening
+    assert (GardenerSession.attempt, GardenerSession.open_store) == originals  # restored
