@@ -41,6 +41,7 @@ SUB_COMMANDS = "Commands run"
 SUB_EARLIER = "Earlier requests"
 SUB_FAILED = "Failed approaches (do not repeat)"
 SUB_CONSTRAINTS = "Constraints"
+SUB_FIXED = "Fixed errors"
 NONE = "none"
 NONE_RECORDED = "none recorded"
 FILE_OPS_CHANGED = ("edited", "created")
@@ -62,6 +63,7 @@ _ERROR_SUFFIX = re.compile(
     r'^(?P<text>.*\S) \((?:from `(?P<command>[^`]*\S)`(?:; /recall (?P<id1>[^\s()"`]+))?'
     r'|/recall (?P<id2>[^\s()"`]+))\)$'
 )
+_FIXED_SUFFIX = re.compile(r"^(?P<text>.*\S) \(fixed by (?P<by>.*)\)$")
 _RECALL_SUFFIX = re.compile(r'^(?P<text>.*\S) \(/recall (?P<id>[^\s()"`]+)\)$')
 _BACKTICKED = re.compile(r"`([^`]+)`")
 
@@ -111,6 +113,18 @@ def _what_changed(book: FactBook) -> tuple[list[str], list[str]]:
         if one_line(f.text)
     ]
     return files, commands
+
+
+def _fixed(book: FactBook) -> list[str]:
+    """Errors seen and fixed, with what fixed them: the part of the artifact trail a resumed
+    session is asked about and cannot see in the code."""
+    out = []
+    for f in sorted(book.find("error"), key=order_key):
+        if f.status != "resolved" or not one_line(f.text):
+            continue
+        by = one_line(str(f.detail.get("resolved_by") or ""))
+        out.append(one_line(f.text) + (f" (fixed by {by})" if by else ""))
+    return out
 
 
 def _why(book: FactBook) -> tuple[list[str], list[str]]:
@@ -168,7 +182,7 @@ def render_body(book: FactBook) -> str:
     live_files = sorted(book.find("file"), key=lambda f: (file_line(f), order_key(f)))
     steps = _next_steps(book) or [NONE_RECORDED]
     out = ["# Checkpoint", ""]
-    out += _section(SECTIONS[0], files, [(SUB_COMMANDS, commands)])
+    out += _section(SECTIONS[0], files, [(SUB_COMMANDS, commands), (SUB_FIXED, _fixed(book))])
     out += _section(SECTIONS[1], goal, [(SUB_EARLIER, earlier)])
     out += _section(SECTIONS[2], errors, [(SUB_FAILED, failed)])
     out += _section(SECTIONS[3], decisions, [(SUB_CONSTRAINTS, constraints)])
@@ -361,6 +375,12 @@ def parse_facts(body: str, session: str | None = None) -> FactBook:
         # the key the tracker gives a command is its command line, shown in backticks
         quoted = _BACKTICKED.search(text)
         build.add("command", quoted[1] if quoted else text, text, entry_id=entry)
+
+    for bullet in _sub(changed, SUB_FIXED):
+        match = _FIXED_SUFFIX.match(bullet)
+        text = match["text"] if match else bullet
+        detail = {"resolved_by": match["by"]} if match else {}
+        build.add("error", text, text, "resolved", detail=detail)
 
     why = sections.get(SECTIONS[1], {})
     for bullet in why.get(None, []):

@@ -559,7 +559,21 @@ def _decision(body: str, patterns: Iterable[re.Pattern[str]]) -> tuple[str, str]
     return None
 
 
+# "Ground rules: X must …, and don't …": a rule often follows a label or sits in a later clause.
+_CLAUSES = re.compile(
+    r"(?:^|[;:]\s+|,\s+(?:and|but|also)\s+|\s+and\s+(?=(?:don'?t|do not|never|always)\b))", re.I
+)
+
+
 def _is_constraint(body: str) -> bool:
+    for clause in _CLAUSES.split(body):
+        clause = clause.strip()
+        if clause and _clause_is_constraint(clause):
+            return True
+    return False
+
+
+def _clause_is_constraint(body: str) -> bool:
     if _CONSTRAINT_START.match(body):
         return not _CONSTRAINT_NOT.match(body) and len(body.split()) >= 3
     return bool(_CONSTRAINT_MODAL.match(body))

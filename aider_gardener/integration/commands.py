@@ -6,14 +6,18 @@ carried over either. Overriding ``clone`` to keep our class and hand over the sa
 ``GardenerSession`` is what lets the store, the side table and the turn counter survive
 ``/chat-mode``, ``/ask``, ``/code``, ``/architect`` and ``/model``.
 
-Commands: ``/context-pressure``, ``/recall QUERY [--add]``, ``/forget ID``, ``/pin ID``.
+Commands: ``/context-pressure``, ``/recall QUERY [--add]``, ``/forget ID``, ``/pin ID``, and for
+continuity ``/checkpoint [note]``, ``/soft-restart``, ``/resume [FILE]``; ``/add``, ``/drop``,
+``/read-only``, ``/reset`` and ``/undo`` also report to the fact tracker.
 ``/run`` and ``/test`` output is throttled as it enters the chat; ``/clear`` and ``/reset``
 reset the gardener's view of the chat but keep the store.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+from pathlib import Path
 from typing import Any
 
 from aider.commands import Commands
@@ -25,6 +29,30 @@ from .session import GardenerSession, Hint, passive_coders
 ENTRY_ID = re.compile(r"^[a-z2-7]{10}$")
 RECALL_LIMIT = 5
 PREVIEW_LINES = 3
+
+
+@contextlib.contextmanager
+def _command_outcome():
+    """Capture ``(exit status, output)`` of the shell commands Aider's ``cmd_run`` makes, by
+    wrapping the ``run_cmd`` it looks up in its module at call time (whatever is there: the
+    replay bench puts its own)."""
+    import aider.commands as aider_commands
+
+    real = aider_commands.run_cmd
+    seen: list = []
+
+    def spy(*args: Any, **kwargs: Any):
+        res = real(*args, **kwargs)
+        if isinstance(res, tuple) and len(res) == 2:
+            seen.append(res)
+        return res
+
+    aider_commands.run_cmd = spy
+    try:
+        yield seen
+    finally:
+        if aider_commands.run_cmd is spy:
+            aider_commands.run_cmd = real
 
 
 class GardenCommands(Commands):
@@ -75,7 +103,10 @@ class GardenCommands(Commands):
         session = self._active()
         cur = self.coder.cur_messages
         before = len(cur)
-        result = super().cmd_run(args, add_on_nonzero_exit)
+        with _command_outcome() as outcome:
+            result = super().cmd_run(args, add_on_nonzero_exit)
+        if session is not None and outcome:
+            session.attempt("facts", self._note_outcome, session, args, outcome, cur, before)
         if session is None or self.coder.cur_messages is not cur or len(cur) != before + 2:
             return result
         session.attempt("throttle", self._throttle_new_output, session, cur, before)
@@ -92,6 +123,21 @@ class GardenCommands(Commands):
         if session is not None and not return_content and len(cur) == before + 2:
             session.attempt("throttle", self._throttle_new_output, session, cur, before)
         return result
+
+    def _note_outcome(
+        self, session: GardenerSession, command: str, outcome: list, cur: list, before: int
+    ) -> None:
+        """The exit status reaches the fact tracker with the output. Output that stays out of
+        the chat (a passing ``/test``, a declined ``/run``) is never ingested as a message, yet
+        it is what shows an error fixed, so the tracker sees it here."""
+        status, output = outcome[-1]
+        if self.coder.cur_messages is cur and len(cur) == before + 2:
+            session.exit_codes[command.strip()] = status
+            return
+        session.facts.on_output(command.strip(), output or "", session.turn, exit_code=status)
+        from .continuity import mark_messages
+
+        mark_messages(session)
 
     def _throttle_new_output(self, session: GardenerSession, cur: list, index: int) -> None:
         sync(session, self.coder)
@@ -119,8 +165,149 @@ class GardenCommands(Commands):
 
     def cmd_reset(self, args):
         "Drop all files and clear the chat history"
-        super().cmd_reset(args)
+        with self._file_ops():
+            super().cmd_reset(args)
         self.gardener.reset_view()
+
+    def cmd_add(self, args):
+        "Add files to the chat so aider can edit them or review them in detail"
+        with self._file_ops():
+            return super().cmd_add(args)
+
+    def cmd_read_only(self, args):
+        "Add files to the chat that are for reference only, or turn added files to read-only"
+        with self._file_ops():
+            return super().cmd_read_only(args)
+
+    def cmd_drop(self, args=""):
+        "Remove files from the chat session to free up context space"
+        with self._file_ops():
+            return super().cmd_drop(args)
+
+    def cmd_undo(self, args):
+        "Undo the last git commit if it was done by aider"
+        session = self._active()
+        before = session.attempt("facts", self._head, default=None) if session else None
+        result = super().cmd_undo(args)
+        if session is not None and before is not None:
+            after = session.attempt("facts", self._head, default=None)
+            if after is not None and after[0] != before[0]:
+                session.attempt("facts", session.facts.on_undo, before[0], before[1], session.turn)
+        return result
+
+    def _head(self) -> tuple[str, str] | None:
+        repo = getattr(self.coder, "repo", None)
+        if repo is None:
+            return None
+        commit = repo.repo.head.commit
+        return commit.hexsha[:7], commit.message.strip().splitlines()[0]
+
+    @contextlib.contextmanager
+    def _file_ops(self):
+        """Files entering or leaving the chat become file facts (added, read-only, dropped)."""
+        session = self._active()
+        coder = self.coder
+        if session is None or coder is None:
+            yield
+            return
+        before = (set(coder.abs_fnames), set(coder.abs_read_only_fnames))
+        try:
+            yield
+        finally:
+            session.attempt("facts", self._note_file_ops, session, *before)
+
+    def _note_file_ops(self, session: GardenerSession, editable: set, read_only: set) -> None:
+        coder = self.coder
+        rel = coder.get_rel_fname
+        now_edit, now_ro = set(coder.abs_fnames), set(coder.abs_read_only_fnames)
+        tracker, turn = session.facts, session.turn
+        added = sorted(rel(p) for p in now_edit - editable)
+        added_ro = sorted(rel(p) for p in now_ro - read_only)
+        dropped = sorted(rel(p) for p in (editable | read_only) - (now_edit | now_ro))
+        if added:
+            tracker.on_files_added(added, turn)
+        if added_ro:
+            tracker.on_files_added(added_ro, turn, read_only=True)
+        if dropped:
+            tracker.on_files_dropped(dropped, turn)
+
+    # -- continuity ----------------------------------------------------------------------------
+
+    def cmd_checkpoint(self, args):
+        "Save a checkpoint of the session's facts (files, errors, decisions): /checkpoint [note]"
+        session = self._active()
+        if session is None:
+            self.io.tool_error("The gardener is off in this session.")
+            return
+        from ..continuity.checkpoint import CheckpointError
+
+        keeper = session.keeper()
+        try:
+            path = keeper.checkpoint(self.coder, "manual", note=args.strip() or None)
+        except CheckpointError as err:
+            self.io.tool_error(f"Checkpoint not saved: {err}")
+            return
+        book = keeper.tracker.book
+        self.io.tool_output(
+            f"Checkpoint saved and verified: {keeper._show(path)} ({len(book)} facts)."
+        )
+
+    def cmd_soft_restart(self, args):
+        "Checkpoint, clear the chat history and continue from the checkpoint (keeps the thread)"
+        session = self._active()
+        if session is None:
+            self.io.tool_error("The gardener is off in this session; use /clear.")
+            return
+        from ..continuity.checkpoint import CheckpointError
+
+        keeper = session.keeper()
+        coder = self.coder
+        try:
+            path = keeper.checkpoint(coder, "soft-restart", note=args.strip() or None)
+            checkpoint = keeper.reload(path)
+        except (CheckpointError, OSError) as err:
+            self.io.tool_error(f"Soft restart cancelled, history kept: checkpoint failed ({err})")
+            return
+        model = coder.main_model
+        messages = coder.done_messages + coder.cur_messages
+        tokens = sum(
+            model.token_count(m["content"]) for m in messages if isinstance(m.get("content"), str)
+        )
+        super().cmd_clear("")
+        session.reset_view()
+        keeper.continue_from(coder, checkpoint)
+        self.io.tool_output(
+            f"Soft restart: cleared {len(messages)} messages ({tokens:,} tokens); continuing from"
+            f" {keeper._show(path)} ({len(keeper.tracker.book)} facts in the session state)."
+        )
+
+    def cmd_resume(self, args):
+        "Load the latest checkpoint of this project (or /resume FILE) as the session state"
+        session = self._active()
+        if session is None:
+            self.io.tool_error("The gardener is off in this session.")
+            return
+        from ..continuity.checkpoint import CheckpointError, load_latest
+
+        keeper = session.keeper()
+        coder = self.coder
+        from .continuity import checkpoint_folder
+
+        target = args.strip()
+        try:
+            if target:
+                checkpoint = keeper.reload(Path(target).expanduser())
+            else:
+                checkpoint = load_latest(
+                    checkpoint_folder(session, coder), warn=self.io.tool_warning
+                )
+        except (CheckpointError, OSError) as err:
+            self.io.tool_error(f"Cannot resume from {target}: {err}")
+            return
+        if checkpoint is None:
+            self.io.tool_error("No checkpoint to resume from in this project.")
+            return
+        keeper.resume(coder, checkpoint)
 
     # -- gardener commands ---------------------------------------------------------------------
 

@@ -33,7 +33,9 @@ from .session import GardenerSession, MessageMeta
 LOW_WATER = 0.8
 BATCH_SHARE = 0.1
 MIN_BATCH = 512
-FAILED_BASE = 75.0  # an approach that produced an error: what not to try again
+# Failed approaches (what not to try again) and unresolved errors rank above even the user's
+# prompts (90), so they are the last messages evicted.
+LAST_BASE = 95.0
 RESOLVED_PENALTY = 40.0
 
 
@@ -67,8 +69,8 @@ def priority(meta: MessageMeta, session: GardenerSession) -> float:
         base = 0.0
     else:
         base = BASE.get(meta.cls, DEFAULT_BASE)
-    if meta.failed:
-        base = max(base, FAILED_BASE)
+    if meta.failed or (meta.cls == "error" and meta.kind == "tool" and not meta.resolved):
+        base = max(base, LAST_BASE)  # issue 7: evicted only after everything else
     if meta.resolved:
         base -= RESOLVED_PENALTY
     span = max(1, session.config.recent_turns)
@@ -158,6 +160,9 @@ def evict(session: GardenerSession, coder: Any, hard_target: int | None = None) 
                 swap(session, s.lst, s.index, s.meta, "summary")
                 report.summarized += 1
         model = model_name(coder)
+        if total > target and session.continuity is not None:
+            # tiers 2-3 lose detail from the prompt: keep the thread on disk first
+            session.attempt("checkpoint", session.continuity.auto_checkpoint, coder, "eviction")
         for s in candidates:  # tier 2
             if total <= target:
                 break

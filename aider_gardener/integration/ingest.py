@@ -214,6 +214,7 @@ def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMe
     if meta.entry_id and meta.entry_id not in meta.keys:
         meta.keys = (meta.entry_id,) + meta.keys
     note_references(session, meta, store)
+    session.attempt("facts", observe, session, meta, body)
     if kind == "tool" and meta.cls == "error" and session.last_reply is not None:
         session.last_reply.failed = True  # the approach just tried did not work: keep it
     if kind == "reply":
@@ -236,3 +237,19 @@ def note_references(session: GardenerSession, meta: MessageMeta, store: Any) -> 
     if store is not None and keys:
         exclude = [meta.entry_id] if meta.entry_id else []
         session.attempt("reference", store.note_reference, head, exclude)
+
+
+def observe(session: GardenerSession, meta: MessageMeta, body: str) -> None:
+    """Hand a new message to the fact tracker (continuity): the user's words, the model's reply,
+    or a command's output."""
+    tracker = session.facts
+    if meta.kind == "prompt":
+        tracker.on_prompt(meta.original, meta.turn, meta.entry_id)
+    elif meta.kind == "reply":
+        tracker.on_reply(meta.original, meta.turn, meta.entry_id)
+    elif meta.kind == "tool":
+        status = session.exit_codes.pop((meta.command or "").strip(), None)
+        tracker.on_output(meta.command, body, meta.turn, meta.entry_id, exit_code=status)
+        from .continuity import mark_messages
+
+        mark_messages(session)

@@ -25,6 +25,7 @@ Passive coders (the architect's editor, the ``/lint`` clone, ``/help``) run plai
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from ..tokens import count_tokens
@@ -54,6 +55,8 @@ class GardenerMixin:
     _garden_cwe = False
     _garden_retry = "idle"
     _garden_typed: str | None = None
+    _garden_created: set | None = None
+    _garden_last_edited: list | None = None
 
     def __init__(self, main_model, io, *args, **kwargs):
         self._garden_passive = bool(creating_passive() or self.edit_format == "help")
@@ -82,6 +85,8 @@ class GardenerMixin:
             self.summarizer = GardenerSummary(
                 session, self.main_model, getattr(self.summarizer, "max_tokens", 1024)
             )
+            session.attach(self)
+            session.attempt("resume", session.keeper().start, self)
             return session
         except Exception as err:  # noqa: BLE001 - never stop Aider from starting
             log.warning("gardener: could not start (%s); running plain aider", err)
@@ -180,6 +185,8 @@ class GardenerMixin:
                 if g.attempt("overflow", self._garden_prepare_retry, inp, default=False):
                     yield from super().send_message(inp)
             g.attempt("ingest", sync, g, self)  # the reply is stored (and recallable) now
+            if g.config.llm_refine:
+                g.attempt("refine", g.refiner().submit, self)
         finally:
             self._garden_sending = False
             self._garden_hard_target = None
@@ -208,6 +215,8 @@ class GardenerMixin:
         if g is None:
             return super().format_chat_chunks()
         g.attempt("ingest", sync, g, self)
+        if g.config.llm_refine:
+            g.attempt("refine", g.refiner().apply, self)
         hard = self._garden_hard_target
         if g.config.evicts or hard is not None:
             g.attempt("evict", evict, g, self, hard)
@@ -217,11 +226,34 @@ class GardenerMixin:
             again = g.attempt("evict", self._garden_preflight, g, chunks, default=False)
             if again:
                 chunks = self._garden_view(g, super().format_chat_chunks())
+        g.attempt("state", self._garden_state, g, chunks)
         if self._garden_sending:
             if g.config.rag:
                 g.attempt("recall", inject, g, self, chunks, self._garden_query())
             g.attempt("status", self._garden_status, g, chunks)
+            g.attempt("pressure", self._garden_pressure, g, chunks)
         return chunks
+
+    def _garden_state(self, g: GardenerSession, chunks: Any) -> None:
+        """The session-state block heads the history chunk (a new list: Aider's own lists
+        are never touched)."""
+        if g.config.state_tokens <= 0:
+            return
+        pair = g.keeper().state_pair(self)
+        if pair:
+            chunks.done = pair + list(chunks.done)
+
+    def _garden_pressure(self, g: GardenerSession, chunks: Any) -> None:
+        window = window_of(self)
+        if not window or not g.config.warn_at:
+            return
+        model = model_name(self)
+        used = sum(
+            count_tokens(m["content"], model)
+            for m in chunks.all_messages()
+            if isinstance(m.get("content"), str)
+        )
+        g.keeper().on_pressure(self, used, window)
 
     def _garden_view(self, g: GardenerSession, chunks: Any) -> Any:
         if g.config.incremental:
@@ -302,11 +334,51 @@ class GardenerMixin:
     # -- edits and lint ------------------------------------------------------------------------
 
     def apply_updates(self):
-        edited = super().apply_updates()
         g = self._garden
-        if g is not None and edited:
+        if g is None:
+            return super().apply_updates()
+        g.attempt("ingest", sync, g, self)  # the reply's facts come before its edits'
+        self._garden_created = set()
+        edited = super().apply_updates()
+        if edited:
             g.attempt("resolve", self._garden_resolve, g, edited)
+            g.attempt("facts", self._garden_edited, g, edited)
         return edited
+
+    def allowed_to_edit(self, path):
+        g = self._garden
+        if g is None:
+            return super().allowed_to_edit(path)
+        try:
+            existed = os.path.exists(self.abs_root_path(path))
+        except Exception:  # noqa: BLE001
+            existed = True
+        allowed = super().allowed_to_edit(path)
+        if allowed and not existed:
+            created = getattr(self, "_garden_created", None)
+            if created is not None:
+                created.add(path)
+        return allowed
+
+    def _garden_rel(self, path: str) -> str:
+        return self.get_rel_fname(self.abs_root_path(path))
+
+    def _garden_edited(self, g: GardenerSession, edited: set) -> None:
+        paths = sorted({self._garden_rel(p) for p in edited})
+        created = sorted({self._garden_rel(p) for p in getattr(self, "_garden_created", ())})
+        self._garden_last_edited = paths
+        g.facts.on_edit_applied(paths, g.turn, created=created)
+        from .continuity import mark_messages
+
+        mark_messages(g)
+
+    def show_auto_commit_outcome(self, res):
+        super().show_auto_commit_outcome(res)
+        g = self._garden
+        if g is not None and res:
+            commit_hash, message = res
+            paths = getattr(self, "_garden_last_edited", None) or []
+            g.attempt("facts", g.facts.on_commit, commit_hash, message, paths, g.turn)
 
     def _garden_resolve(self, g: GardenerSession, edited: set) -> None:
         from ..store.priority import path_keys

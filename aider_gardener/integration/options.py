@@ -26,6 +26,10 @@ class GardenerConfig:
         chat already compressed (the full text is in the store).
     rag_tokens: the most tokens session RAG may add to one request.
     recent_turns: the last N user turns are never aged or evicted (except on overflow).
+    state_tokens: the most tokens the session-state block (facts) may take.
+    resume: load the latest checkpoint at start instead of only offering it.
+    warn_at: prompt-pressure warning levels, in percent of the model's input window.
+    llm_refine: let the weak model refine the oldest summaries in the background.
     """
 
     mode: str = "rag"
@@ -37,6 +41,10 @@ class GardenerConfig:
     rag_tokens: int = 1024
     recent_turns: int = 3
     vectors: bool = True
+    state_tokens: int = 800
+    resume: bool = False
+    warn_at: tuple[int, ...] = (70, 85)
+    llm_refine: bool = False
 
     @property
     def evicts(self) -> bool:
@@ -82,10 +90,25 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _percent_list(text: str | Any) -> tuple[int, ...]:
+    if isinstance(text, (tuple, list)):
+        items = [str(t) for t in text]
+    else:
+        items = str(text).replace(" ", "").split(",")
+    try:
+        values = tuple(sorted({int(t.rstrip("%")) for t in items if t}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of percentages: {text!r}")
+    if not values or any(not 0 < v <= 100 for v in values):
+        raise argparse.ArgumentTypeError(f"percentages must be 1-100: {text!r}")
+    return values
+
+
 def add_gardener_group(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``gardener`` group to Aider's parser (idempotent)."""
     if any(a.dest == "gardener_mode" for a in parser._actions):
         return parser
+
     group = parser.add_argument_group("gardener")
     group.add_argument(
         "--gardener-mode",
@@ -150,5 +173,34 @@ def add_gardener_group(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         default=DEFAULTS.vectors,
         help="Semantic recall with local embeddings; off means full-text recall only"
         " (default: True)",
+    )
+    group.add_argument(
+        "--gardener-state-tokens",
+        type=_non_negative_int,
+        metavar="TOKENS",
+        default=DEFAULTS.state_tokens,
+        help="Most tokens of the session-state block (goal, decisions, files, open errors,"
+        " failed approaches) placed before history; 0 turns it off (default: %(default)s)",
+    )
+    group.add_argument(
+        "--gardener-resume",
+        action=argparse.BooleanOptionalAction,
+        default=DEFAULTS.resume,
+        help="Load the latest checkpoint of this project at start (default: only offer it)",
+    )
+    group.add_argument(
+        "--gardener-warn-at",
+        type=_percent_list,
+        metavar="PCT[,PCT]",
+        default=DEFAULTS.warn_at,
+        help="Warn when the prompt reaches these percentages of the model's window; the first"
+        " also writes a checkpoint (default: 70,85)",
+    )
+    group.add_argument(
+        "--gardener-llm-refine",
+        action=argparse.BooleanOptionalAction,
+        default=DEFAULTS.llm_refine,
+        help="Let the weak model refine the oldest summaries in the background, never blocking"
+        " a turn (default: False)",
     )
     return parser

@@ -31,13 +31,21 @@ HEADER = (
 REPLY = "Ok, I will use that context if it is relevant."
 
 
+def _mode() -> str:
+    """Before a request, never wait for the embedding model: until the store's worker has loaded
+    it (seconds, in the background), recall is full-text only."""
+    from ..store import embeddings
+
+    return "hybrid" if embeddings.loaded() else "fts"
+
+
 def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[dict], list[str]]:
     """The (user, assistant) pair to add, and the entry ids it contains; ([], []) for none."""
     store = session.store
     budget = session.config.rag_tokens
     if store is None or not query.strip() or budget <= 0:
         return [], []
-    hits = store.recall(query, limit=CANDIDATES)
+    hits = store.recall(query, limit=CANDIDATES, mode=_mode())
     if not hits:
         return [], []
     in_history = session.entries_in_history()

@@ -18,6 +18,8 @@ import atexit
 import contextlib
 import contextvars
 import logging
+import secrets
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, TypeVar
@@ -150,6 +152,40 @@ class GardenerSession:
     warned: set[str] = field(default_factory=set)
     store_failed: bool = False
     rag_ids: list[str] = field(default_factory=list)
+    session_id: str = field(default_factory=lambda: _new_session_id())
+    continuity: Any = None  # Continuity (continuity.py), made on first use
+    coder: Any = None  # the latest gardened coder (for the exit checkpoint)
+    exit_hooked: bool = False
+    exit_codes: dict[str, int] = field(default_factory=dict)  # command -> status, for ingest
+    _refiner: Any = None
+
+    def attach(self, coder: Any) -> None:
+        """A gardened coder became the active one (start, or a mode switch)."""
+        self.coder = coder
+        self.io = coder.io
+        if not self.exit_hooked:
+            self.exit_hooked = True
+            atexit.register(self.close)
+
+    @property
+    def facts(self) -> Any:
+        """The session's ``FactTracker`` (its ``book`` holds the facts)."""
+        return self.keeper().tracker
+
+    def refiner(self) -> Any:
+        """``--gardener-llm-refine``'s background worker (refine.py), made on first use."""
+        if self._refiner is None:
+            from .refine import Refiner
+
+            self._refiner = Refiner(self)
+        return self._refiner
+
+    def keeper(self) -> Any:
+        if self.continuity is None:
+            from .continuity import Continuity
+
+            self.continuity = Continuity(self)
+        return self.continuity
 
     # -- safety --------------------------------------------------------------------------------
 
@@ -196,8 +232,8 @@ class GardenerSession:
                 chroma_url=cfg.chroma_url,
                 model=coder.main_model.name,
                 project_root=getattr(coder, "root", None),
+                session_id=self.session_id,
             )
-            atexit.register(self.close)
         except Exception as err:  # noqa: BLE001
             self.store_failed = True
             self.warn_once(
@@ -208,6 +244,10 @@ class GardenerSession:
         return self.store
 
     def close(self) -> None:
+        """End of the session: the exit checkpoint (so the next session can resume), then the
+        store. Registered with atexit when the first coder is gardened; safe to call twice."""
+        if self.continuity is not None and self.coder is not None:
+            self.attempt("checkpoint", self.continuity.at_exit, self.coder)
         store, self.store = self.store, None
         if store is not None:
             try:
@@ -279,10 +319,21 @@ class GardenerSession:
     # -- budget --------------------------------------------------------------------------------
 
     def budget(self, coder: Any) -> int:
+        """History tokens allowed; the session-state block, which heads the history, is paid
+        for out of it."""
         if self.config.budget:
-            return int(self.config.budget)
-        window = window_of(coder) or DEFAULT_WINDOW
-        return max(MIN_BUDGET, int(window * BUDGET_SHARE))
+            total = int(self.config.budget)
+        else:
+            window = window_of(coder) or DEFAULT_WINDOW
+            total = max(MIN_BUDGET, int(window * BUDGET_SHARE))
+        state = self.continuity.state_tokens(coder) if self.continuity is not None else 0
+        return max(total // 2, total - state)
+
+
+def _new_session_id() -> str:
+    """Same shape as the store's session ids (``store.db.new_session_id``), made here so a
+    session has one before (or without) a store."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
 def window_of(coder: Any) -> int:

@@ -1013,13 +1013,15 @@ class Store:
         classes: Sequence[str] | None = None,
         limit: int = 5,
         full: bool = False,
+        mode: str = "hybrid",
     ) -> list[Any]:
-        """Hybrid recall (FTS5 + vectors, see ``recall.recall``); ``RecallHit`` list."""
+        """Hybrid recall (FTS5 + vectors, see ``recall.recall``); ``RecallHit`` list. ``mode``
+        "fts" skips the vectors (e.g. while the embedding model is still loading)."""
 
         def run() -> list[Any]:
             from .recall import recall as hybrid_recall
 
-            return hybrid_recall(self, query, classes, limit, full)
+            return hybrid_recall(self, query, classes, limit, full, mode=mode)
 
         return self._guard("recall", [], run)
 

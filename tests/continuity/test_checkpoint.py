@@ -104,6 +104,8 @@ def test_sections_are_filled_from_the_facts():
         "- tests/test_client.py: created",
         "### Commands run",
         "- `pytest -q` → 2 failed (/recall e1a2)",
+        "### Fixed errors",
+        "- error[E0432]: unresolved import `foo`",
     ]
     assert _section(text, "Why") == [
         "- Add retry with backoff to src/client.py",
@@ -116,7 +118,7 @@ def test_sections_are_filled_from_the_facts():
         "### Failed approaches (do not repeat)",
         "- patching requests.Session.send: same failure",
     ]
-    assert "E0432" not in text  # resolved
+    assert text.count("E0432") == 1  # resolved: only under Fixed errors, not an active issue
     assert _section(text, "Key decisions") == [
         "- use tenacity instead of a hand-written loop",
         "### Constraints",
@@ -174,7 +176,8 @@ def test_round_trip_is_stable_and_rebuilds_facts():
     history = [f for f in facts.find("file", "src/client.py", live=False) if not f.live]
     assert [f.detail["commit"] for f in history] == ["a1b2c3d"]
     assert facts.find("file", "README.md")[0].detail == {"op": "read-only"}
-    (error,) = facts.find("error")
+    (fixed, error) = facts.find("error")
+    assert fixed.status == "resolved" and fixed.text == "error[E0432]: unresolved import `foo`"
     assert error.text == "tests/test_client.py::test_retry FAILED - AssertionError: 3 != 2"
     assert error.detail == {"command": "pytest -q"} and error.entry_id == "e1a2"
     (command,) = facts.find("command")

@@ -6,6 +6,7 @@ import pytest
 from aider.commands import SwitchCoder
 
 from aider_gardener.integration.commands import GardenCommands
+from aider_gardener.integration.continuity import STATE_HEADER
 from tests.integration.helpers import text_of
 
 BIG_LOG = "".join(f"INFO worker {i % 7} processed batch {i} in {i % 13} ms\n" for i in range(3000))
@@ -166,7 +167,8 @@ def test_test_output_is_sent_once(make_coder, llm, repo):
     llm.replies = ["The test fails because parse gets a bad value."]
     coder.run(with_message="/test sh fail.sh")
     assert len(llm.requests) == 1
-    sent = text_of(llm.last)
+    # the output is sent once as a message (the session-state block names the open error too)
+    sent = text_of([m for m in llm.last if not m["content"].startswith(STATE_HEADER)])
     assert sent.count("FAILED tests/test_app.py::test_parse - ValueError: bad") == 1
     roles = [m["role"] for m in coder.cur_messages]
     assert roles == ["user", "assistant"]

@@ -172,11 +172,13 @@ def test_priority_orders_classes_and_failures(make_coder):
         return MessageMeta(msg={}, original="", role="user", kind=kind, cls=cls, turn=turn, **kw)
 
     log, err, prompt = meta("tool", "log"), meta("tool", "error"), meta("prompt", "prompt")
-    assert priority(log, session) < priority(err, session) < priority(prompt, session)
-    assert priority(meta("reply", "prose", failed=True), session) > priority(
-        meta("reply", "prose"), session
-    )
-    assert priority(meta("tool", "error", resolved=True), session) < priority(err, session)
+    # issue 7: unresolved errors and failed approaches are evicted after everything else
+    assert priority(log, session) < priority(prompt, session) < priority(err, session)
+    failed = meta("reply", "prose", failed=True)
+    assert priority(meta("reply", "prose"), session) < priority(prompt, session)
+    assert priority(failed, session) > priority(prompt, session)
+    resolved = meta("tool", "error", resolved=True)
+    assert priority(resolved, session) < priority(prompt, session) < priority(err, session)
     assert priority(meta("tool", "log", turn=10), session) > priority(log, session)
     assert priority(meta("tool", "log", pinned=True), session) == float("inf")
 
