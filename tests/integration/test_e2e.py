@@ -109,3 +109,74 @@ def test_a_session_in_a_terminal(workspace):
         assert part in report
     assert "(summary)" in report  # the throttled output, listed by class and state
     assert (repo / ".aider.gardener" / "store.sqlite").exists()
+
+
+def _spawn(workspace, *extra: str):
+    repo, home, settings = workspace
+    env = dict(os.environ, HOME=str(home), OPENAI_API_KEY="sk-test", TERM="dumb", COLUMNS="200")
+    env.pop("AIDER_SANITY_CHECK_TURNS", None)
+    cmd = _cli() + [
+        "--model",
+        "gpt-4o",
+        "--model-settings-file",
+        str(settings),
+        "--no-gardener-vectors",
+        "--yes-always",
+        "--no-pretty",
+        "--no-fancy-input",
+        "--no-show-model-warnings",
+        "--no-auto-commits",
+        *extra,
+    ]
+    return pexpect.spawn(
+        cmd[0], cmd[1:], cwd=str(repo), env=env, encoding="utf-8", timeout=120, dimensions=(50, 200)
+    )
+
+
+def test_checkpoint_soft_restart_and_resume_in_a_terminal(workspace):
+    """Issue 7 as a user meets it: /checkpoint, /soft-restart, /exit, then a new process in the
+    same project offers the checkpoint, /resume loads it, --gardener-resume loads it at start."""
+    repo = workspace[0]
+    child = _spawn(workspace, "app.py")
+    try:
+        child.expect("> ")
+        child.sendline("use orjson instead of json for the cache files")
+        child.expect("Stub model reply")
+        child.expect("> ")
+        child.sendline("/checkpoint cache work")
+        child.expect(r"Checkpoint saved and verified: (\S+) \((\d+) facts\)")
+        first = child.match.group(1)
+        child.expect("> ")
+        child.sendline("/soft-restart")
+        child.expect(r"Soft restart: cleared (\d+) messages")
+        assert int(child.match.group(1)) >= 2
+        child.expect("> ")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    checkpoints = sorted((repo / ".aider.gardener" / "checkpoints").glob("*.md"))
+    assert len(checkpoints) >= 2 and (repo / first).exists()
+    assert "orjson" in checkpoints[-1].read_text()
+
+    child = _spawn(workspace)
+    try:
+        child.expect(r"checkpoint from \S+ \(soft-restart\) available; /resume loads it")
+        child.expect("> ")
+        child.sendline("/resume")
+        child.expect(r"resumed from checkpoint \S+ \((\d+) facts\)")
+        assert int(child.match.group(1)) >= 2
+        child.expect("> ")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+    child = _spawn(workspace, "--gardener-resume")
+    try:
+        child.expect(r"resumed from checkpoint")
+        child.expect("> ")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
