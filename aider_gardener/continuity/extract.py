@@ -350,16 +350,20 @@ def _closing_fence(ch: str, size: int) -> re.Pattern[str]:
 
 def prose_lines(text: str, limit: int = MAX_PROSE) -> Iterator[str]:
     """The lines of a message that are prose: not inside a code fence or an edit block, not a
-    quote (``>``), not indented code, not a diff. At most ``limit`` characters in all; blank
+    quote (``>``), not indented code, not a diff. At most ``limit`` characters of prose, and
+    lines are looked at one by one for at most ``limit`` characters (a pasted log or paste after
+    the user's own words is not read to the end: decisions are stated up front); blank
     and skipped lines come out as ``""`` (paragraph breaks). A fence or edit block is skipped
     with one search for its end, so a reply that is mostly code costs little."""
     budget = limit
+    walked = 0  # characters of lines looked at one by one (a skipped fence or block is free)
     pos, n = 0, len(text)
-    while pos < n and budget > 0:
+    while pos < n and budget > 0 and walked < limit:
         nl = text.find("\n", pos)
         end = n if nl < 0 else nl
         line = text[pos:end]
         pos = end + 1
+        walked += len(line) + 1
         head = line.lstrip()[:1]
         if head in ("`", "~"):
             m = _FENCE.match(line)

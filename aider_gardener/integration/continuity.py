@@ -39,6 +39,7 @@ STATE_HEADER = (
 STATE_ACK = "Ok, I will keep this session state in mind."
 CHECKPOINT_DIRNAME = "checkpoints"
 REARM_MARGIN = 5  # percent below a warning level before it can fire again
+AUTO_EVERY_TURNS = 10
 
 
 def _k(n: int) -> str:
@@ -71,6 +72,7 @@ class Continuity:
         self._state_version = -1
         self._state_text = ""
         self._pair_tokens = (-2, 0)
+        self._auto_turn = -AUTO_EVERY_TURNS
         self._checkpointed_version = -1
         self._armed = {level: True for level in session.config.warn_at}
         self.resumed: Checkpoint | None = None
@@ -188,11 +190,17 @@ class Continuity:
         return path
 
     def auto_checkpoint(self, coder: Any, trigger: str) -> Path | None:
-        """A checkpoint only if facts changed since the last one (pressure and eviction fire on
-        many turns in a row; the file would be the same)."""
+        """A checkpoint only if facts changed since the last one, and for eviction at most once
+        every ``AUTO_EVERY_TURNS`` turns: a session over budget evicts on every turn, and a
+        file (write, fsync, read-back) and a status line per turn would cost time and noise for
+        nothing the next one would not also hold."""
         book = self.tracker.book
         if not len(book) or book.version == self._checkpointed_version:
             return None
+        turn = self.session.turn
+        if trigger == "eviction" and turn - self._auto_turn < AUTO_EVERY_TURNS:
+            return None
+        self._auto_turn = turn
         try:
             path = self.checkpoint(coder, trigger)
         except CheckpointError as err:

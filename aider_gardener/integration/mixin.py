@@ -57,6 +57,7 @@ class GardenerMixin:
     _garden_typed: str | None = None
     _garden_created: set | None = None
     _garden_last_edited: list | None = None
+    _garden_counted: int | None = None
 
     def __init__(self, main_model, io, *args, **kwargs):
         self._garden_passive = bool(creating_passive() or self.edit_format == "help")
@@ -215,18 +216,18 @@ class GardenerMixin:
         if g is None:
             return super().format_chat_chunks()
         g.attempt("ingest", sync, g, self)
+        self._garden_counted = None
         if g.config.llm_refine:
             g.attempt("refine", g.refiner().apply, self)
         hard = self._garden_hard_target
         if g.config.evicts or hard is not None:
             g.attempt("evict", evict, g, self, hard)
-        chunks = super().format_chat_chunks()
-        chunks = self._garden_view(g, chunks)
+        chunks = self._garden_view(g, super().format_chat_chunks())
         if g.config.evicts or g.config.incremental:
             again = g.attempt("evict", self._garden_preflight, g, chunks, default=False)
             if again:
+                self._garden_counted = None
                 chunks = self._garden_view(g, super().format_chat_chunks())
-        g.attempt("state", self._garden_state, g, chunks)
         if self._garden_sending:
             if g.config.rag:
                 g.attempt("recall", inject, g, self, chunks, self._garden_query())
@@ -243,21 +244,31 @@ class GardenerMixin:
         if pair:
             chunks.done = pair + list(chunks.done)
 
-    def _garden_pressure(self, g: GardenerSession, chunks: Any) -> None:
-        window = window_of(self)
-        if not window or not g.config.warn_at:
-            return
+    def _garden_prompt_tokens(self, chunks: Any) -> int:
         model = model_name(self)
-        used = sum(
+        return sum(
             count_tokens(m["content"], model)
             for m in chunks.all_messages()
             if isinstance(m.get("content"), str)
         )
+
+    def _garden_pressure(self, g: GardenerSession, chunks: Any) -> None:
+        """Warning levels are whole percents of the window: the preflight's count (before the
+        recalled pair, at most ``--gardener-rag-tokens``) is close enough and already paid for."""
+        window = window_of(self)
+        if not window or not g.config.warn_at:
+            return
+        used = self._garden_counted
+        if used is None:
+            used = self._garden_prompt_tokens(chunks)
         g.keeper().on_pressure(self, used, window)
 
     def _garden_view(self, g: GardenerSession, chunks: Any) -> Any:
+        """Aider's chunks as the gardener shows them: the incremental view, then the
+        session-state block at the head of the history."""
         if g.config.incremental:
-            return g.attempt("incremental", incremental_view, g, self, chunks, default=chunks)
+            chunks = g.attempt("incremental", incremental_view, g, self, chunks, default=chunks)
+        g.attempt("state", self._garden_state, g, chunks)
         return chunks
 
     def _garden_preflight(self, g: GardenerSession, chunks: Any) -> bool:
@@ -266,12 +277,8 @@ class GardenerMixin:
         window = window_of(self)
         if not window or self._garden_hard_target is not None:
             return False
-        model = model_name(self)
-        total = sum(
-            count_tokens(m["content"], model)
-            for m in chunks.all_messages()
-            if isinstance(m.get("content"), str)
-        )
+        total = self._garden_prompt_tokens(chunks)
+        self._garden_counted = total
         if total <= PREFLIGHT_SHARE * window:
             return False
         excess = total - int(PREFLIGHT_TARGET * window)
