@@ -98,12 +98,18 @@ class FactBook:
         supersede: bool = True,
     ) -> Fact:
         """Record a fact; with ``supersede`` the live facts of the same kind and key are marked
-        superseded by it. Adding a fact identical to the live one (same text and status) is a
+        superseded by it. Adding a fact identical to the live one (same text, status and
+        detail: a second edit of a file is a new fact, its detail names the new attempt) is a
         no-op that returns the existing fact, so the book (and the state block) stays stable."""
         if kind not in KINDS:
             raise ValueError(f"unknown fact kind {kind!r}")
         current = self.current(kind, key)
-        if current is not None and current.text == text and current.status == status:
+        if (
+            current is not None
+            and current.text == text
+            and current.status == status
+            and current.detail == dict(detail or {})
+        ):
             return current
         fact = Fact(self._next, kind, key, text, turn, entry_id, status, detail=dict(detail or {}))
         if supersede:

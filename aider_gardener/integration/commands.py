@@ -150,7 +150,7 @@ class GardenCommands(Commands):
 
     def cmd_lint(self, args="", fnames=None):
         "Lint and fix in-chat files or all dirty files if none in chat"
-        with passive_coders():
+        with passive_coders(self._active()):
             return super().cmd_lint(args, fnames)
 
     def cmd_help(self, args):

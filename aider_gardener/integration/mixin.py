@@ -24,6 +24,7 @@ Passive coders (the architect's editor, the ``/lint`` clone, ``/help``) run plai
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from typing import Any
@@ -33,7 +34,14 @@ from .eviction import GardenerSummary, evict, history_tokens
 from .incremental import incremental_view
 from .ingest import model_name, sync
 from .rag import inject
-from .session import GardenerSession, Hint, TurnEvents, creating_passive, window_of
+from .session import (
+    GardenerSession,
+    Hint,
+    TurnEvents,
+    creating_passive,
+    passive_observer,
+    window_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +52,11 @@ OVERFLOW_NOTICE = "FinishReasonLength exception: you sent too many tokens"
 
 def _fmt_k(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.blake2b(f.read(), digest_size=16).hexdigest()
 
 
 class GardenerMixin:
@@ -58,9 +71,12 @@ class GardenerMixin:
     _garden_created: set | None = None
     _garden_last_edited: list | None = None
     _garden_counted: int | None = None
+    _garden_observer: GardenerSession | None = None
+    _garden_before: dict | None = None
 
     def __init__(self, main_model, io, *args, **kwargs):
         self._garden_passive = bool(creating_passive() or self.edit_format == "help")
+        self._garden_observer = passive_observer() if self._garden_passive else None
         self._garden = None
         self._garden_initializing = True
         try:
@@ -342,22 +358,28 @@ class GardenerMixin:
 
     def apply_updates(self):
         g = self._garden
-        if g is None:
+        facts = g or self._garden_observer
+        if facts is None:
             return super().apply_updates()
-        g.attempt("ingest", sync, g, self)  # the reply's facts come before its edits'
+        if g is not None:
+            g.attempt("ingest", sync, g, self)  # the reply's facts come before its edits'
         self._garden_created = set()
+        self._garden_before = {}
         edited = super().apply_updates()
         if edited:
-            g.attempt("resolve", self._garden_resolve, g, edited)
-            g.attempt("facts", self._garden_edited, g, edited)
+            facts.attempt("resolve", self._garden_resolve, facts, edited)
+            facts.attempt("facts", self._garden_edited, facts, edited)
         return edited
 
     def allowed_to_edit(self, path):
-        g = self._garden
-        if g is None:
+        if self._garden is None and self._garden_observer is None:
             return super().allowed_to_edit(path)
+        before = getattr(self, "_garden_before", None)
         try:
-            existed = os.path.exists(self.abs_root_path(path))
+            full = self.abs_root_path(path)
+            existed = os.path.exists(full)
+            if before is not None and path not in before:
+                before[path] = _digest(full) if existed else None
         except Exception:  # noqa: BLE001
             existed = True
         allowed = super().allowed_to_edit(path)
@@ -371,9 +393,26 @@ class GardenerMixin:
         return self.get_rel_fname(self.abs_root_path(path))
 
     def _garden_edited(self, g: GardenerSession, edited: set) -> None:
-        paths = sorted({self._garden_rel(p) for p in edited})
-        created = sorted({self._garden_rel(p) for p in getattr(self, "_garden_created", ())})
+        """File facts for the edits that changed a file: Aider returns every file a reply
+        named even when some of its edits failed (and then prints no "Applied edit")."""
+        before = getattr(self, "_garden_before", None) or {}
+        changed = set()
+        for path in edited:
+            if not isinstance(path, str) or not path:
+                continue  # e.g. a udiff hunk without a file name
+            if path in before:
+                full = self.abs_root_path(path)
+                now = _digest(full) if os.path.exists(full) else None
+                if now == before[path]:
+                    continue
+            changed.add(path)
+        paths = sorted({self._garden_rel(p) for p in changed})
+        created = sorted(
+            {self._garden_rel(p) for p in getattr(self, "_garden_created", ()) if p in changed}
+        )
         self._garden_last_edited = paths
+        if not paths:
+            return
         g.facts.on_edit_applied(paths, g.turn, created=created)
         from .continuity import mark_messages
 
@@ -381,7 +420,7 @@ class GardenerMixin:
 
     def show_auto_commit_outcome(self, res):
         super().show_auto_commit_outcome(res)
-        g = self._garden
+        g = self._garden or self._garden_observer
         if g is not None and res:
             commit_hash, message = res
             paths = getattr(self, "_garden_last_edited", None) or []
@@ -410,6 +449,6 @@ class GardenerMixin:
         if self._garden is not None and self.edit_format == "architect":
             from .session import passive_coders
 
-            with passive_coders():
+            with passive_coders(self._garden):
                 return super().reply_completed()
         return super().reply_completed()

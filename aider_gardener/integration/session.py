@@ -39,14 +39,16 @@ BUDGET_SHARE = 0.125
 MIN_BUDGET = 2048
 DEFAULT_WINDOW = 32768
 
-_PASSIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("gardener_passive", default=False)
+_PASSIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("gardener_passive", default=False)
 
 
 @contextlib.contextmanager
-def passive_coders() -> Iterator[None]:
+def passive_coders(observer: Any = None) -> Iterator[None]:
     """Coders created inside this block are helpers (the architect's editor, the ``/lint``
-    clone, ``/help``): they run plain Aider and never touch the session."""
-    token = _PASSIVE.set(True)
+    clone, ``/help``): they run plain Aider and never touch the history. With an ``observer``
+    session, the edits and commits they make still become that session's file facts (the
+    architect's editor is the one that edits)."""
+    token = _PASSIVE.set(observer if observer is not None else True)
     try:
         yield
     finally:
@@ -54,7 +56,12 @@ def passive_coders() -> Iterator[None]:
 
 
 def creating_passive() -> bool:
-    return _PASSIVE.get()
+    return bool(_PASSIVE.get())
+
+
+def passive_observer() -> Any:
+    value = _PASSIVE.get()
+    return None if isinstance(value, bool) else value
 
 
 @dataclass(eq=False)

@@ -4,6 +4,7 @@ data when it is present."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -14,6 +15,7 @@ from bench.replay.importers.aider_history import (
     import_text,
     parse_input_history,
     parse_sessions,
+    split_inputs,
 )
 from bench.replay.importers.locomo import import_data
 from bench.replay.importers.locomo import import_path as import_locomo
@@ -265,3 +267,152 @@ def test_probe_questions_never_contain_their_answer():
     assert first.probes()
     for p in first.probes():
         assert not any(a in p["question"] for a in p["answers"])
+
+
+# -- ground truth for the fact-tracker evaluation (bench/facts.py) -------------------------------
+
+TRUTH = """
+# aider chat started at 2025-01-05 09:00:00
+
+> Aider v0.50.1$
+> Model: claude-3-5-sonnet with diff edit format$
+
+#### /add app.py$
+> Added app.py to the chat$
+
+#### first$
+
+> Initial repo scan can be slow in larger repos, but only happens once.
+
+First reply, after an old Aider one-liner without the closing spaces.
+
+app.py
+```python
+<<<<<<< SEARCH
+a = 1
+=======
+a = 2
+>>>>>>> REPLACE
+```
+
+> Tokens: 1k sent, 10 received.$
+> Committing app.py before applying edits.$
+> Commit 1111111 chore: the user's own change$
+> Applied edit to app.py$
+> Applied edit to docs/read me.md$
+> Commit 2222222 feat: change a$
+> Commit 3333333 style: fix lint in app.py$
+
+#### /commit$
+> Commit 4444444 chore: typed commit$
+
+#### /architect plan it$
+
+Plan: change b.
+
+> Tokens: 1k sent, 10 received.$
+
+#### Plan: change b.$
+
+app.py
+```python
+<<<<<<< SEARCH
+b = 1
+=======
+b = 2
+>>>>>>> REPLACE
+```
+
+> Applied edit to app.py$
+> Unable to commit: Cmd('git') failed due to: exit code(128)$
+> cmdline: git commit -m fix: change b --no-verify -- /repo/app.py$
+> stderr: 'error: gpg failed to sign the data$
+""".replace("$\n", "  \n")
+
+
+def test_replies_keep_the_applied_and_commit_lines_that_follow_them():
+    counts = Counter()
+    (replay,) = import_text(TRUTH, "t", min_turns=1, split_replies=True, unattributed=counts)
+    assert validate(replay.all_events()) == []
+    replies = [e for e in replay.events if e["type"] == "assistant"]
+    first, plan, editor = replies
+    assert "First reply, after an old Aider one-liner" in first["content"]
+    assert first["applied"] == ["app.py", "docs/read me.md"]
+    assert first["commits"] == [
+        {"hash": "1111111", "message": "chore: the user's own change", "kind": "dirty"},
+        {"hash": "2222222", "message": "feat: change a"},
+        {"hash": "3333333", "message": "style: fix lint in app.py", "kind": "lint"},
+    ]
+    assert "applied" not in plan and "commits" not in plan
+    assert editor["applied"] == ["app.py"]
+    assert editor["commits"] == [{"hash": "", "message": "fix: change b", "kind": "failed"}]
+    assert counts["no reply"] == 1  # the /commit's line follows no reply
+    # the architect's hand-off to its editor is not a turn the user typed
+    users = [e["content"] for e in replay.events if e["type"] == "user"]
+    assert users == ["/add app.py", "first", "/commit", "/architect plan it"]
+
+
+def test_merged_replies_keep_their_truth_together():
+    (replay,) = import_text(TRUTH, "t", min_turns=1)
+    replies = [e for e in replay.events if e["type"] == "assistant"]
+    assert len(replies) == 2  # the architect's plan and its editor's edit are one turn
+    assert replies[1]["applied"] == ["app.py"] and "Plan: change b." in replies[1]["content"]
+    assert replies[1]["content"].count("Plan: change b.") == 1
+
+
+def test_an_unclosed_indented_quote_stays_in_the_test_output():
+    text = """
+# aider chat started at 2025-01-06 09:00:00
+
+#### /test pytest$
+> ============ test session starts ============
+collected 1 item
+
+    def test_x():
+>       assert f() == 2
+
+E       assert 1 == 2
+FAILED tests/test_x.py::test_x - assert 1 == 2
+======= 1 failed in 0.1s =======$
+
+The test fails because f returns 1.
+""".replace("$\n", "  \n")
+    (replay,) = import_text(text, "u", min_turns=1)
+    run = next(e for e in replay.events if e["type"] == "run")
+    assert "FAILED tests/test_x.py::test_x" in run["output"]
+    reply = next(e for e in replay.events if e["type"] == "assistant")
+    assert reply["content"] == "The test fails because f returns 1."
+
+
+def test_real_histories_ground_truth_matches_the_applied_lines(histories_dir):
+    files = sorted(histories_dir.glob("*.md"))
+    if not files:
+        pytest.skip("no chat histories in the shared data")
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        lines = sum(1 for ln in text.splitlines() if ln.startswith("> Applied edit to "))
+        counts = Counter()
+        replays = import_path(path, min_turns=1, split_replies=True, unattributed=counts)
+        kept = sum(
+            len(e.get("applied", [])) for r in replays for e in r.events if e["type"] == "assistant"
+        )
+        # every Applied line is kept on a reply or counted as following none
+        assert kept + counts["no reply"] + counts["skipped"] >= lines * 0.9, path.name
+        assert kept <= lines, path.name
+
+
+def test_a_line_command_before_a_prompt_is_an_input_of_its_own():
+    text = """
+# aider chat started at 2025-01-07 09:00:00
+
+#### /clear$
+#### make it blue$
+
+Done, it is blue now.
+""".replace("$\n", "  \n")
+    (replay,) = import_text(text, "c", min_turns=1)
+    assert [e["content"] for e in replay.events if e["type"] == "user"] == [
+        "/clear",
+        "make it blue",
+    ]
+    assert split_inputs("/ask why\nbecause") == ["/ask why\nbecause"]  # the question goes on

@@ -239,3 +239,42 @@ def test_state_block_can_be_turned_off(make_coder, llm, repo, state_tokens):
     coder.run(with_message="use httpx instead of requests")
     coder.run(with_message="ok next")
     assert "Session state" not in text_of(llm.last)
+
+
+def test_architect_editor_edits_become_facts(make_coder, llm, repo):
+    """The editor coder runs plain Aider (passive) but its edits and commits are the session's."""
+    coder = make_coder("architect", fnames=[str(repo / "app.py")])
+    answer(
+        llm,
+        "Strip the input before int().",  # architect
+        edit_reply("    return int(x)\n", "    return int(x.strip())\n"),  # editor
+        "fix: strip input",  # commit message
+    )
+    coder.run(with_message="make parse strip its input")
+    files = {f.key: f for f in facts(coder, "file")}
+    assert files["app.py"].detail.get("op") == "edited"
+    assert files["app.py"].detail.get("commit") == coder.repo.repo.head.commit.hexsha[:7]
+
+
+def test_partly_failed_reply_records_only_changed_files(make_coder, llm, repo):
+    (repo / "other.py").write_text("VALUE = 1\n")
+    coder = make_coder(fnames=[str(repo / "app.py"), str(repo / "other.py")])
+    coder.max_reflections = 0
+    bad = edit_reply("this text is not in the file\n", "nothing\n", path="other.py")
+    answer(llm, edit_reply("    return int(x)\n", "    return int(x.strip())\n") + bad, "m", "ok")
+    coder.run(with_message="strip in parse and change other.py")
+    edited = {f.key for f in facts(coder, "file") if f.detail.get("op") == "edited"}
+    assert "other.py" not in edited
+    assert "return int(x.strip())" in (repo / "app.py").read_text()
+    assert "app.py" in edited
+
+
+def test_each_edit_of_a_file_is_its_own_fact(make_coder, llm, repo):
+    coder = make_coder(fnames=[str(repo / "app.py")], auto_commits=False)
+    coder.auto_commits = False
+    answer(llm, edit_reply("    return int(x)\n", "    return int(x.strip())\n"))
+    coder.run(with_message="strip it")
+    answer(llm, edit_reply("    return int(x.strip())\n", "    return int(x.strip() or 0)\n"))
+    coder.run(with_message="and default to zero")
+    edits = [f for f in coder.gardener.facts.book if f.kind == "file" and f.key == "app.py"]
+    assert sorted({f.turn for f in edits if f.detail.get("op") == "edited"}) == [1, 2]

@@ -14,6 +14,17 @@ which the parser below handles from how ``aider/io.py`` writes the file:
 * current Aider logs ``Added N lines of output to the chat`` without the output. Where the file
   has the output (older Aider, e.g. Aider's own history) the ``run`` event keeps it; otherwise
   the event carries a marker and ``gap: true``.
+* in architect mode Aider logs the architect's reply again as user input (what it hands the
+  editor); that is not a turn, and the editor's reply belongs to the architect's turn;
+* older Aider wrote some one-line tool messages (``Add these files to the chat? y``, ``Initial
+  repo scan …``) without the two closing spaces; such a line followed by an empty line and never
+  closed is a message of its own, or the reply after it would be read as tool text;
+* Aider's own lines after a reply are the ground truth of what it did: each ``assistant`` event
+  keeps the ``Applied edit to PATH`` lines (``applied``) and the ``Commit HASH MESSAGE`` lines
+  (``commits``) that followed it (for the fact-tracker evaluation, ``bench/facts.py``); commits
+  Aider made of the user's own changes before an edit are marked ``kind: dirty``, the linter's
+  after an edit commit ``kind: lint``, and an ``Unable to commit`` ``kind: failed`` (no hash).
+  Lines that follow no reply (``/commit``, ``aider --commit`` at start-up) are counted, not kept.
 
 Every session is replayed with ``gpt-4o`` (the original model is kept in ``notes``) so every
 replay is measured with one tokenizer and window. Probes are made from facts said once, early:
@@ -38,6 +49,9 @@ RUN_COMMAND = re.compile(r"^(?:/(run|test)\s+|!)(.+)$", re.DOTALL)
 SHELL_RUNNING = re.compile(r"^Running (.+)$")
 ADDED_OUTPUT = re.compile(r"^Added (\d+) lines? of output to the chat\.?$")
 COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) (.+)$")
+APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
+DIRTY_COMMIT = re.compile(r"^Committing .+ before applying edits\.?$")
+FAILED_COMMIT_CMD = re.compile(r"^cmdline: git commit -m (.+?)(?: --no-verify)?(?: -- .*)?$")
 COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,12}\b")
 EDITED_FILE = re.compile(r"^([\w./@-]+\.\w+)\n```[\w+-]*\n<{5,9} SEARCH", re.MULTILINE)
 ERROR_LINE = re.compile(
@@ -62,6 +76,30 @@ REPLY_END = re.compile(
     r"Did not apply edit|Only \d+ reflections|Model \S+ has hit a token limit|"
     r"The LLM did not conform|\^C )"
 )
+# Commands whose arguments end with their line: a line after one is a new input.
+LINE_COMMANDS = {
+    "add",
+    "drop",
+    "read-only",
+    "clear",
+    "reset",
+    "undo",
+    "commit",
+    "diff",
+    "tokens",
+    "ls",
+    "map",
+    "map-refresh",
+    "lint",
+    "model",
+    "chat-mode",
+    "git",
+    "copy",
+    "paste",
+    "settings",
+    "exit",
+    "quit",
+}
 EDIT_FORMATS = {"diff", "whole", "udiff", "diff-fenced", "ask", "architect", "editor-diff"}
 PROBE_DISTANCE = 40
 EARLY_SHARE = 0.5
@@ -127,6 +165,9 @@ def parse_sessions(text: str, typed: list[str] | None = None) -> list[Session]:
                 body.append(nxt)
                 closed = nxt.endswith("  ") and bool(nxt.strip())  # "    " is an empty line
                 j += 1
+            if not closed and len(body) > 1 and not body[1] and not line[2:3].isspace():
+                body, j = body[:1], i + 1  # an old Aider one-liner (pytest's "> " code lines
+                # are indented and stay in the output they belong to)
             text_ = "\n".join(_strip_break(b) for b in body).rstrip()
             if current is not None and current.role == "tool":
                 current.text += "\n" + text_
@@ -213,21 +254,108 @@ def _gap(added: int | None) -> str:
     return f"[output not recorded in the chat history; Aider logged: {said}]"
 
 
-def session_events(session: Session) -> list[dict]:
+def split_inputs(text: str) -> list[str]:
+    """One user message of the history as the inputs typed: Aider logs consecutive inputs as
+    one run of ``####`` lines. Several commands are one input each, and so is a command that
+    takes no more than its own line (``/clear``, ``/add …``) before a prompt."""
+    lines = text.split("\n")
+    if len(lines) > 1 and all(ln.startswith("/") for ln in lines if ln.strip()):
+        return [ln for ln in lines if ln.strip()]  # several commands typed at once
+    out: list[str] = []
+    rest: list[str] = []
+    for line in lines:
+        word = line[1:].split(None, 1)[0].lower() if line.startswith("/") and line[1:] else ""
+        if word in LINE_COMMANDS and not rest:
+            out.append(line)
+        else:
+            rest.append(line)
+    if rest:
+        out.append("\n".join(rest))
+    return out
+
+
+def ground_truth(text: str) -> list[tuple[str, ...]]:
+    """Aider's own record of what it did, in one tool message, in order: ``("applied", path)``
+    and ``("commit", hash, message, how)``; ``how`` is ``dirty`` for the commit of the user's
+    own changes that Aider makes before applying an edit (``Committing PATH before applying
+    edits.``) and ``failed`` for ``Unable to commit`` (no hash; the message from git's command
+    line when Aider printed it)."""
+    items: list[tuple[str, ...]] = []
+    prev = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        found = APPLIED.match(line)
+        if found:
+            items.append(("applied", found.group(1)))
+        else:
+            found = COMMIT.match(line)
+            if found:
+                dirty = "dirty" if DIRTY_COMMIT.match(prev) else ""
+                items.append(("commit", found.group(1), found.group(2).strip(), dirty))
+            elif line.startswith("Unable to commit"):
+                items.append(("commit", "", "", "failed"))
+            elif prev.startswith("Unable to commit") and items:
+                found = FAILED_COMMIT_CMD.match(line)
+                if found:
+                    items[-1] = ("commit", "", found.group(1).strip(), "failed")
+        prev = line
+    return items
+
+
+def _keep_truth(reply: dict, items: list[tuple[str, ...]]) -> None:
+    """Add a tool message's ground truth to the reply event it followed. A commit (or failed
+    commit) that follows the reply's edit commit with no edit applied in between is the
+    linter's (``kind: lint``); the edit commit that failed is ``kind: failed``."""
+    for item in items:
+        if item[0] == "applied":
+            reply.setdefault("applied", []).append(item[1])
+            reply.pop("_committed", None)
+            continue
+        commit = {"hash": item[1], "message": item[2]}
+        if item[3] == "dirty":
+            commit["kind"] = "dirty"
+        elif reply.get("_committed"):
+            commit["kind"] = "lint"
+        else:
+            reply["_committed"] = True
+            if item[3] == "failed":
+                commit["kind"] = "failed"
+        reply.setdefault("commits", []).append(commit)
+
+
+def session_events(
+    session: Session, split_replies: bool = False, unattributed: Counter | None = None
+) -> list[dict]:
+    """The events of one session. The replies of one turn (reflections, the architect's editor)
+    are one ``assistant`` event unless ``split_replies``; each event keeps the ground truth of
+    the replies in it. ``unattributed`` counts Applied/Commit lines that follow no reply."""
     events: list[dict] = []
     msgs = session.messages
+    reply: dict | None = None  # the event the latest reply of this turn went into
+    said = ""  # the latest reply's text
     i = 0
     while i < len(msgs):
         m = msgs[i]
         i += 1
         if m.role == "assistant":
+            said = m.text
             if events and events[-1]["type"] in ("user", "run", "assistant"):
-                if events[-1]["type"] == "assistant":
+                if events[-1]["type"] == "assistant" and not split_replies:
                     events[-1]["content"] += "\n\n" + m.text
                 else:
                     events.append({"type": "assistant", "content": m.text})
+                reply = events[-1]
+            else:
+                reply = None
             continue
         if m.role == "tool":
+            items = ground_truth(m.text)
+            if reply is not None:
+                _keep_truth(reply, items)
+            elif items and unattributed is not None:
+                unattributed["no reply"] += len(items)
             # shell commands the reply suggested and Aider ran
             for line in m.text.splitlines():
                 run = SHELL_RUNNING.match(line.strip())
@@ -239,11 +367,10 @@ def session_events(session: Session) -> list[dict]:
                             event.update(output=_gap(added), gap=True)
                         events.append(event)
             continue
-        lines = m.text.split("\n")
-        if len(lines) > 1 and all(ln.startswith("/") for ln in lines if ln.strip()):
-            texts = [ln for ln in lines if ln.strip()]  # several commands typed at once
-        else:
-            texts = [m.text]
+        if reply is not None and " ".join(m.text.split()) == " ".join(said.split()):
+            continue  # the architect handing its reply to the editor: not typed, not a turn
+        reply = None
+        texts = split_inputs(m.text)
         for text in texts:
             if not text.strip():
                 continue
@@ -252,6 +379,8 @@ def session_events(session: Session) -> list[dict]:
                 tools = []
                 while i < len(msgs) and msgs[i].role == "tool":
                     tools.append(msgs[i].text)
+                    if unattributed is not None:
+                        unattributed["no reply"] += len(ground_truth(msgs[i].text))
                     i += 1
                 out, added = _tool_output(tools)
                 via = cmd.group(1) or "run"
@@ -265,6 +394,8 @@ def session_events(session: Session) -> list[dict]:
                 events.append(event)
             else:
                 events.append({"type": "user", "content": text})
+    for event in events:
+        event.pop("_committed", None)
     return events
 
 
@@ -362,14 +493,26 @@ def _with_probes(events: list[dict], probes: list[tuple[int, dict]]) -> list[dic
 
 
 def import_text(
-    text: str, name: str, typed: list[str] | None = None, min_turns: int = 2
+    text: str,
+    name: str,
+    typed: list[str] | None = None,
+    min_turns: int = 2,
+    *,
+    split_replies: bool = False,
+    unattributed: Counter | None = None,
 ) -> list[Replay]:
+    """One replay per session with at least ``min_turns`` turns and a reply. ``split_replies``
+    keeps every reply of a turn as an event of its own (see ``session_events``)."""
     replays = []
     for k, session in enumerate(parse_sessions(text, typed)):
-        events = session_events(session)
+        events = session_events(session, split_replies, unattributed)
         turns = sum(1 for e in events if e["type"] in ("user", "run"))
         replies = sum(1 for e in events if e["type"] == "assistant")
         if turns < min_turns or not replies:
+            if unattributed is not None:
+                unattributed["skipped"] += sum(
+                    len(e.get("applied", ())) + len(e.get("commits", ())) for e in events
+                )
             continue
         model, edit_format = _header(session)
         meta = {
@@ -386,7 +529,14 @@ def import_text(
     return replays
 
 
-def import_path(src: Path, input_history: Path | None = None, min_turns: int = 2) -> list[Replay]:
+def import_path(
+    src: Path,
+    input_history: Path | None = None,
+    min_turns: int = 2,
+    *,
+    split_replies: bool = False,
+    unattributed: Counter | None = None,
+) -> list[Replay]:
     """``src``: a chat history file. The input history is ``input_history``, or found next to it
     (``.aider.input.history``, or ``input_history/STEM.aider.input.history``)."""
     src = Path(src)
@@ -403,4 +553,6 @@ def import_path(src: Path, input_history: Path | None = None, min_turns: int = 2
         typed = parse_input_history(input_history.read_text(encoding="utf-8", errors="replace"))
     name = src.stem.lstrip(".").replace(".aider.chat.history", "") or "aider-history"
     text = src.read_text(encoding="utf-8", errors="replace")
-    return import_text(text, name, typed, min_turns)
+    return import_text(
+        text, name, typed, min_turns, split_replies=split_replies, unattributed=unattributed
+    )
