@@ -73,6 +73,7 @@ class Continuity:
         self._state_text = ""
         self._pair_tokens = (-2, 0)
         self._auto_turn = -AUTO_EVERY_TURNS
+        self._sync: Any = None
         self._checkpointed_version = -1
         self._armed = {level: True for level in session.config.warn_at}
         self.resumed: Checkpoint | None = None
@@ -133,6 +134,19 @@ class Continuity:
         request as the first thing in the new history."""
         self.resumed = checkpoint
         self._state_version = -1
+
+    def persist(self) -> int:
+        """Facts go to the store's ``facts`` table (with their turn and source entry) as they
+        change: the checkpoint files are for people and resume, the table for queries and
+        for a crash that left no checkpoint."""
+        store = self.session.store
+        if store is None:
+            return 0
+        if self._sync is None or self._sync.store is not store:
+            from ..store.facts import FactSync
+
+            self._sync = FactSync(store, self.session.session_id)
+        return self._sync.flush(self.tracker.book)
 
     # -- the state block -----------------------------------------------------------------------
 

@@ -202,6 +202,7 @@ class GardenerMixin:
                 if g.attempt("overflow", self._garden_prepare_retry, inp, default=False):
                     yield from super().send_message(inp)
             g.attempt("ingest", sync, g, self)  # the reply is stored (and recallable) now
+            g.attempt("facts", g.keeper().persist)
             if g.config.llm_refine:
                 g.attempt("refine", g.refiner().submit, self)
         finally:

@@ -255,6 +255,7 @@ class GardenerSession:
         store. Registered with atexit when the first coder is gardened; safe to call twice."""
         if self.continuity is not None and self.coder is not None:
             self.attempt("checkpoint", self.continuity.at_exit, self.coder)
+            self.attempt("facts", self.continuity.persist)
         store, self.store = self.store, None
         if store is not None:
             try:

@@ -17,7 +17,7 @@ from bench.replay.importers.aider_history import (
     parse_sessions,
     split_inputs,
 )
-from bench.replay.importers.locomo import import_data
+from bench.replay.importers.locomo import conversation_replay, import_data
 from bench.replay.importers.locomo import import_path as import_locomo
 
 HISTORY = """
@@ -191,8 +191,13 @@ def test_locomo_turns_dates_and_probes():
     replies = [e["content"] for e in replay.events if e["type"] == "assistant"]
     assert "a cat" in replies[0] and "Oslo" in replies[1]
     probes = replay.probes()
-    assert [(p["answers"], p["source_turn"]) for p in probes] == [(["Quince"], 1), (["Oslo"], 2)]
+    assert [(p["answers"], p["source_turn"]) for p in probes] == [
+        (["Quince", "Ann: I adopted a cat named Quince."], 1),
+        (["Oslo", "Bob: I ran a marathon in Oslo."], 2),
+    ]
     assert validate(replay.all_events()) == []
+    (strict,) = [conversation_replay(LOCOMO[0], "s", evidence=False)]
+    assert [p["answers"] for p in strict.probes()] == [["Quince"], ["Oslo"]]
 
 
 def test_real_histories_import_cleanly(histories_dir):

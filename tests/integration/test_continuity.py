@@ -278,3 +278,23 @@ def test_each_edit_of_a_file_is_its_own_fact(make_coder, llm, repo):
     coder.run(with_message="and default to zero")
     edits = [f for f in coder.gardener.facts.book if f.kind == "file" and f.key == "app.py"]
     assert sorted({f.turn for f in edits if f.detail.get("op") == "edited"}) == [1, 2]
+
+
+def test_facts_reach_the_store_table(make_coder, llm, repo):
+    from aider_gardener.store.facts import load_facts
+
+    coder = make_coder(fnames=[str(repo / "app.py")])
+    coder.run(with_message="use httpx instead of requests for every HTTP call")
+    session = coder.gardener
+    rows = session.store.read(
+        lambda c: c.execute(
+            "SELECT kind, text, turn FROM facts WHERE session_id = ?", (session.session_id,)
+        ).fetchall()
+    )
+    assert ("decision", "use httpx instead of requests for every HTTP call", 1) in [
+        tuple(r) for r in rows
+    ]
+    assert any(
+        f.kind == "file" and f.key == "app.py"
+        for f in load_facts(session.store, session.session_id)
+    )

@@ -4,7 +4,11 @@ LoCoMo is two people talking over many dated sessions, not a coding session, so 
 ask mode: each of ``speaker_a``'s lines is a user turn (headed by the session's date when a new
 session starts) and each of ``speaker_b``'s lines the reply; consecutive lines of one speaker are
 joined. Every QA with evidence becomes a probe after the last turn, ``answers`` = the answer and
-``source_turn`` = the turn of its first evidence line. Adversarial questions (category 5) have no
+``source_turn`` = the turn of its first evidence line. LoCoMo answers are often paraphrases or
+resolved relative dates ("7 May 2023" for "yesterday" in a dated session) that no string test
+finds even when the whole conversation is in the prompt, so by default the evidence lines
+themselves (``Speaker: text``, as replayed) are acceptable answers too: the probe then asks
+"is what the question needs available to the model?" (``evidence=False`` keeps the answer only). Adversarial questions (category 5) have no
 answer in the conversation and are left out.
 """
 
@@ -31,7 +35,7 @@ def _line(turn: dict[str, Any]) -> str:
     return text
 
 
-def conversation_replay(sample: dict[str, Any], name: str) -> Replay:
+def conversation_replay(sample: dict[str, Any], name: str, evidence: bool = True) -> Replay:
     conv = sample["conversation"]
     speaker_a = conv.get("speaker_a", "A")
     sessions = sorted(
@@ -39,6 +43,7 @@ def conversation_replay(sample: dict[str, Any], name: str) -> Replay:
     )
     events: list[dict[str, Any]] = []
     turn_of: dict[str, int] = {}
+    said_of: dict[str, str] = {}
     turn = 0
     for number, key in sessions:
         date = conv.get(f"{key}_date_time", "")
@@ -67,6 +72,7 @@ def conversation_replay(sample: dict[str, Any], name: str) -> Replay:
                     events.append({"type": "assistant", "content": said})
             if entry.get("dia_id"):
                 turn_of[str(entry["dia_id"])] = turn
+                said_of[str(entry["dia_id"])] = said
     for qa in sample.get("qa", []):
         if qa.get("category") == ADVERSARIAL or "answer" not in qa:
             continue
@@ -78,7 +84,10 @@ def conversation_replay(sample: dict[str, Any], name: str) -> Replay:
             {
                 "type": "probe",
                 "question": str(qa["question"]),
-                "answers": [answer],
+                "answers": [answer]
+                + (
+                    [said_of[e] for e in qa.get("evidence", []) if e in said_of] if evidence else []
+                ),
                 "source_turn": min(turns),
                 "kind": f"locomo-category-{qa.get('category')}",
             }
