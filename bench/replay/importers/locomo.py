@@ -8,8 +8,8 @@ joined. Every QA with evidence becomes a probe after the last turn, ``answers`` 
 resolved relative dates ("7 May 2023" for "yesterday" in a dated session) that no string test
 finds even when the whole conversation is in the prompt, so by default the evidence lines
 themselves (``Speaker: text``, as replayed) are acceptable answers too: the probe then asks
-"is what the question needs available to the model?" (``evidence=False`` keeps the answer only). Adversarial questions (category 5) have no
-answer in the conversation and are left out.
+"is what the question needs available to the model?" (``evidence=False`` keeps the answer
+only). Adversarial questions (category 5) have no answer in the conversation and are left out.
 """
 
 from __future__ import annotations
