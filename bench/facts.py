@@ -8,7 +8,10 @@ gardener mode. The facts must come from Aider's own events, so Aider's real edit
 * edits: before a recorded reply is handed to Aider, every file the transcript says that reply
   applied (``Applied edit to``) is made to exist and hold each SEARCH text of the reply's blocks
   for it (appended when missing, parsed with Aider's own block parser), and the seed is
-  committed. Files whose edit did not apply are not seeded, so their edits fail as they did.
+  committed. Files whose edit did not apply are not seeded, so their edits fail as they did;
+  a SEARCH block Aider said failed to match (``SearchReplaceNoExactMatch``) fails here too even
+  when the stand-in file holds its lines, and when Aider said the other blocks applied (no
+  ``Applied edit`` line then, but a commit), their files are seeded and allowed.
   Files enter the chat as the transcript typed them (``/add``), and Aider's question for a
   file outside the chat ("Allow edits to file that has not been added to the chat?", "Create
   new file?") is answered yes exactly for the files the transcript applied. Right before the
@@ -64,7 +67,7 @@ from typing import Any, Iterator
 import aider_gardener  # noqa: F401  (offline switches before aider/litellm load)
 
 from .replay.format import TURN_EVENTS, Replay, load, save
-from .replay.importers.aider_history import import_path
+from .replay.importers.aider_history import EDIT_FAILURE_FIELDS, import_path
 from .replay.runner import ALLOWED_COMMANDS, ReplayIO, StubLLM, bench_environment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,6 +206,11 @@ def _has_lines(content: str, text: str) -> bool:
     return ("\n" + text) in ("\n" + content)
 
 
+def block_text(text: str) -> str:
+    """A SEARCH text as one spelling: the transcript quotes it with trailing blanks dropped."""
+    return "\n".join(line.rstrip() for line in str(text).splitlines()).strip("\n")
+
+
 def reply_fence(content: str) -> tuple[str, str] | None:
     """The fence a reply's edits use when it is not Aider's default: Aider picks another one
     when a file in the chat holds triple backticks, and the replay's seeded files may not."""
@@ -319,6 +327,7 @@ class Driver:
         self.record: TurnRecord | None = None
         self.signing_fails = False
         self.current_files: list[str] = []  # the current reply's applied files, as spelt
+        self.failed_searches: set[str] = set()  # SEARCH texts that failed to match (block_text)
 
     # -- Aider's side ------------------------------------------------------------------------
 
@@ -354,8 +363,20 @@ class Driver:
             self.record.aider_commits.append((found.group(1), found.group(2).strip()))
 
     def may_edit(self, path: str) -> bool:
-        applied = (self.current or {}).get("applied", [])
-        return norm_path(path) in {norm_path(p) for p in applied}
+        return norm_path(path) in {norm_path(p) for p in self.current_files}
+
+    def edit_files(self, reply: dict) -> list[str]:
+        """The files a reply's edits changed in the recorded session: the ``Applied edit``
+        ones; and when some blocks failed and Aider said the others applied (it prints no
+        ``Applied edit`` then, but writes and commits them), the files of the others."""
+        files = list(reply.get("applied", []))
+        if reply.get("partly_applied"):
+            failed = {block_text(b.get("search", "")) for b in reply.get("failed_blocks", [])}
+            content = as_current_aider(reply["content"])
+            for path, search in self.search_blocks(content, files):
+                if block_text(search) not in failed and path not in files:
+                    files.append(path)
+        return files
 
     def run_cmd(self, command: str, **kwargs: Any) -> tuple[int, str]:
         scripted, self.scripted = self.scripted, None
@@ -391,6 +412,9 @@ class Driver:
             return
         self.current = self.replies[self.handed]
         self.handed += 1
+        self.failed_searches = {
+            block_text(b.get("search", "")) for b in self.current.get("failed_blocks", [])
+        }
         self.seed(self.current)
         commits = [c for c in self.current.get("commits", []) if c.get("kind") in (None, "failed")]
         self.commit_messages = [c["message"] or NO_MESSAGE for c in commits]
@@ -411,6 +435,13 @@ class Driver:
             if os.path.isfile(full) and full not in coder.abs_fnames:
                 coder.abs_fnames.add(full)
                 self.result.chat_added += 1
+
+    def fails_to_match(self, search: str) -> bool:
+        """A SEARCH block the recorded Aider said failed to match fails here too: the replay's
+        files are stand-ins (seeded, or left by earlier replies) and may hold lines the real
+        file did not, and a block that matched here but not there would add an edit and a
+        commit the session never had."""
+        return bool(self.failed_searches) and block_text(search) in self.failed_searches
 
     def next_commit_message(self) -> str:
         return self.commit_messages.pop(0) if self.commit_messages else NO_MESSAGE
@@ -453,7 +484,7 @@ class Driver:
         return blocks
 
     def seed(self, reply: dict) -> None:
-        self.current_files = list(reply.get("applied", []))
+        self.current_files = self.edit_files(reply)
         applied = {norm_path(p) for p in self.current_files}
         if not applied:
             return
@@ -463,7 +494,7 @@ class Driver:
             if norm_path(path) not in applied:
                 continue
             self.current_files.append(path)  # the spelling Aider will use
-            if not search.strip():
+            if not search.strip() or self.fails_to_match(search):
                 continue
             full = self.root / path
             try:
@@ -578,11 +609,21 @@ def same_message(fact: str, real: str) -> bool:
 def _coders(gardener: bool, driver_ref: list) -> Iterator[None]:
     """Gardened (or plain) coders, reflections allowed, and a turn whose transcript has more
     replies than Aider asked for asks again."""
+    from aider.coders import editblock_coder
     from aider.coders.base_coder import Coder
 
     from aider_gardener.integration.registry import gardened, restore_coders
 
     original, original_apply = Coder.send_message, Coder.apply_updates
+    original_replace = editblock_coder.do_replace
+
+    def do_replace(fname, content, before_text, after_text, fence=None):  # noqa: ANN001
+        driver = driver_ref[0] if driver_ref else None
+        if driver is not None and driver.current is not None and before_text.strip():
+            if driver.fails_to_match(before_text):
+                return None
+        return original_replace(fname, content, before_text, after_text, fence)
+
     saved = Coder.max_reflections
 
     def send_message(self, inp):  # noqa: ANN001
@@ -598,6 +639,7 @@ def _coders(gardener: bool, driver_ref: list) -> Iterator[None]:
         return original_apply(self)
 
     Coder.send_message, Coder.apply_updates = send_message, apply_updates
+    editblock_coder.do_replace = do_replace
     Coder.max_reflections = MAX_REFLECTIONS
     try:
         if gardener:
@@ -608,6 +650,7 @@ def _coders(gardener: bool, driver_ref: list) -> Iterator[None]:
             yield
     finally:
         Coder.send_message, Coder.apply_updates = original, original_apply
+        editblock_coder.do_replace = original_replace
         Coder.max_reflections = saved
 
 
@@ -680,7 +723,10 @@ def _replay_events(replay: Replay, driver: Driver, result: SessionResult) -> Non
             i += 1
         record = TurnRecord(turn)
         for reply in replies:
-            record.truth_edited |= {norm_path(p) for p in reply.get("applied", [])}
+            # the truth: the Applied edit lines, and in a partly applied reply (Aider says "the
+            # other N blocks were applied successfully", prints no Applied line, commits them)
+            # the files of the blocks that did not fail
+            record.truth_edited |= {norm_path(p) for p in driver.edit_files(reply)}
             for commit in reply.get("commits", []):
                 if commit.get("kind") is None:
                     record.truth_commits.append(norm_message(commit["message"]))
@@ -874,8 +920,18 @@ def import_history(path: Path, folder: Path) -> tuple[list[Replay], Counter]:
     measured is what the replay files say): one reply per event, every session with a reply;
     and the count of Aider's lines that follow no reply."""
     unattributed: Counter = Counter()
-    replays = import_path(path, min_turns=1, split_replies=True, unattributed=unattributed)
-    return [load(save(r, folder / f"{r.name}.jsonl")) for r in replays], unattributed
+    replays = import_path(
+        path, min_turns=1, split_replies=True, unattributed=unattributed, edit_failures=True
+    )
+    out = []
+    for replay in replays:
+        # the edit failures are not replay-format fields: saved without, put back after
+        kept = [{k: e.pop(k) for k in EDIT_FAILURE_FIELDS if k in e} for e in replay.events]
+        loaded = load(save(replay, folder / f"{replay.name}.jsonl"))
+        for event, extra in zip(loaded.events, kept):
+            event.update(extra)
+        out.append(loaded)
+    return out, unattributed
 
 
 def measure(

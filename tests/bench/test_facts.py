@@ -366,3 +366,95 @@ def test_real_histories_have_ground_truth(histories_dir, tmp_path):
                 applied += len(event.get("applied", []))
                 commits += sum(1 for c in event.get("commits", []) if "kind" not in c)
     assert applied > 100 and commits > 100
+
+
+def test_failed_blocks_are_kept_on_request_and_survive_the_replay_files(tmp_path):
+    (plain,) = import_text(HISTORY, "synthetic", min_turns=1, split_replies=True)
+    assert not any("failed_blocks" in e for e in plain.events)  # the replay format's fields
+    src = tmp_path / "synthetic.md"
+    src.write_text(HISTORY)
+    (replay,), _ = import_history(src, tmp_path / "out")
+    failed = [e.get("failed_blocks") for e in replies(replay)]
+    assert failed == [None, None, [{"path": "app.py", "search": "y = 5\n"}], None]
+
+
+def test_a_block_that_failed_in_the_transcript_fails_where_the_replay_has_its_lines():
+    # the failed block searches for lines the replay's app.py holds (left by earlier turns)
+    history = HISTORY.replace("y = 5\n=======\nz = 5", "x = 2\n=======\nx = 3")
+    (replay,) = import_text(history, "synthetic", min_turns=1, split_replies=True)
+    (failing,) = import_text(
+        history, "synthetic", min_turns=1, split_replies=True, edit_failures=True
+    )
+    with bench_environment():
+        ignored = run_session(replay, "synthetic.md", gardener=False)
+        result = run_session(failing, "synthetic.md", gardener=False)
+    assert len({r.turn: r for r in ignored.records}[4].aider_commits) == 2  # the divergence
+    turn4 = {r.turn: r for r in result.records}[4]
+    assert [m for _, m in turn4.aider_commits] == TRUTH_COMMITS[4]
+    assert score_session(result).replay_commits.precision == 1.0
+
+
+PARTLY = """
+# aider chat started at 2025-02-01 10:00:00
+
+> Main model: gpt-4o with diff edit format$
+
+#### tidy both files$
+
+a.py
+```python
+<<<<<<< SEARCH
+a = 1
+=======
+a = 10
+>>>>>>> REPLACE
+```
+
+b.py
+```python
+<<<<<<< SEARCH
+b = 2
+=======
+b = 20
+>>>>>>> REPLACE
+```
+
+> Tokens: 1.2k sent, 60 received.$
+> Committing a.py before applying edits.$
+> b.py$
+> Create new file? (Y)es/(N)o [Yes]: y$
+> Commit 0a0a0a0 chore: the user's change$
+> The LLM did not conform to the edit format.$
+> # 1 SEARCH/REPLACE block failed to match!
+
+## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in b.py
+<<<<<<< SEARCH
+b = 2
+=======
+b = 20
+>>>>>>> REPLACE
+
+The SEARCH section must exactly match an existing block of lines including all white space
+
+# The other 1 SEARCH/REPLACE block were applied successfully.
+Don't re-send them.$
+> Commit 1b1b1b1 feat: tidy a$
+""".replace("$\n", "  \n")
+
+
+def test_a_dirty_commit_is_known_when_questions_come_between():
+    (replay,) = import_text(PARTLY, "partly", min_turns=1, split_replies=True)
+    (reply,) = replies(replay)
+    assert [c.get("kind") for c in reply["commits"]] == ["dirty", None]
+
+
+def test_a_partly_applied_reply_writes_and_commits_the_blocks_that_matched():
+    (replay,) = import_text(PARTLY, "partly", min_turns=1, split_replies=True, edit_failures=True)
+    (reply,) = replies(replay)
+    assert reply["partly_applied"] is True and "applied" not in reply
+    with bench_environment():
+        result = run_session(replay, "partly.md", gardener=False)
+    (record,) = result.records
+    assert [m for _, m in record.aider_commits] == ["feat: tidy a"]
+    s = score_session(result)
+    assert s.replay_commits.precision == s.replay_commits.recall == 1.0

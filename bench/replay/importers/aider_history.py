@@ -51,6 +51,11 @@ ADDED_OUTPUT = re.compile(r"^Added (\d+) lines? of output to the chat\.?$")
 COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) (.+)$")
 APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
 DIRTY_COMMIT = re.compile(r"^Committing .+ before applying edits\.?$")
+EDIT_FAILURE_FIELDS = ("failed_blocks", "partly_applied")
+PARTLY_APPLIED = re.compile(r"^# The other \d+ SEARCH/REPLACE blocks? were applied successfully")
+NO_MATCH = re.compile(
+    r"^## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in (.+?)\s*$"
+)
 FAILED_COMMIT_CMD = re.compile(r"^cmdline: git commit -m (.+?)(?: --no-verify)?(?: -- .*)?$")
 COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,12}\b")
 EDITED_FILE = re.compile(r"^([\w./@-]+\.\w+)\n```[\w+-]*\n<{5,9} SEARCH", re.MULTILINE)
@@ -282,6 +287,7 @@ def ground_truth(text: str) -> list[tuple[str, ...]]:
     line when Aider printed it)."""
     items: list[tuple[str, ...]] = []
     prev = ""
+    dirty_pending = False
     for line in text.splitlines():
         line = line.strip()
         if not line:
@@ -292,8 +298,13 @@ def ground_truth(text: str) -> list[tuple[str, ...]]:
         else:
             found = COMMIT.match(line)
             if found:
-                dirty = "dirty" if DIRTY_COMMIT.match(prev) else ""
+                # Aider says ``Committing PATH before applying edits.``, may ask about other
+                # files ("Create new file?"), and then makes the dirty commit
+                dirty = "dirty" if dirty_pending else ""
+                dirty_pending = False
                 items.append(("commit", found.group(1), found.group(2).strip(), dirty))
+            elif DIRTY_COMMIT.match(line):
+                dirty_pending = True
             elif line.startswith("Unable to commit"):
                 items.append(("commit", "", "", "failed"))
             elif prev.startswith("Unable to commit") and items:
@@ -302,6 +313,25 @@ def ground_truth(text: str) -> list[tuple[str, ...]]:
                     items[-1] = ("commit", "", found.group(1).strip(), "failed")
         prev = line
     return items
+
+
+def failed_blocks(text: str) -> list[dict]:
+    """The SEARCH blocks Aider said failed to match (``SearchReplaceNoExactMatch``), with the
+    SEARCH text it quoted: the replay's files are stand-ins that may hold those lines, so the
+    replay needs to know which blocks failed in the recorded session."""
+    out: list[dict] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        found = NO_MATCH.match(line.strip())
+        if not found or i + 1 >= len(lines) or not re.match(r"^<{5,9} SEARCH", lines[i + 1]):
+            continue
+        search = []
+        for body in lines[i + 2 :]:
+            if re.match(r"^={5,9}\s*$", body):
+                out.append({"path": found.group(1), "search": "\n".join(search) + "\n"})
+                break
+            search.append(body)
+    return out
 
 
 def _keep_truth(reply: dict, items: list[tuple[str, ...]]) -> None:
@@ -326,11 +356,17 @@ def _keep_truth(reply: dict, items: list[tuple[str, ...]]) -> None:
 
 
 def session_events(
-    session: Session, split_replies: bool = False, unattributed: Counter | None = None
+    session: Session,
+    split_replies: bool = False,
+    unattributed: Counter | None = None,
+    edit_failures: bool = False,
 ) -> list[dict]:
     """The events of one session. The replies of one turn (reflections, the architect's editor)
     are one ``assistant`` event unless ``split_replies``; each event keeps the ground truth of
-    the replies in it. ``unattributed`` counts Applied/Commit lines that follow no reply."""
+    the replies in it. ``unattributed`` counts Applied/Commit lines that follow no reply.
+    ``edit_failures`` also keeps, per reply, the SEARCH blocks Aider said failed to match
+    (``failed_blocks``) and whether it said the others applied (``partly_applied``); these
+    fields are outside the replay format (``EDIT_FAILURE_FIELDS``)."""
     events: list[dict] = []
     msgs = session.messages
     reply: dict | None = None  # the event the latest reply of this turn went into
@@ -354,6 +390,13 @@ def session_events(
             items = ground_truth(m.text)
             if reply is not None:
                 _keep_truth(reply, items)
+                failed = failed_blocks(m.text)
+                if failed and edit_failures:
+                    reply.setdefault("failed_blocks", []).extend(failed)
+                if edit_failures and any(
+                    PARTLY_APPLIED.match(ln.strip()) for ln in m.text.splitlines()
+                ):
+                    reply["partly_applied"] = True  # Aider prints no ``Applied edit`` then
             elif items and unattributed is not None:
                 unattributed["no reply"] += len(items)
             # shell commands the reply suggested and Aider ran
@@ -500,12 +543,13 @@ def import_text(
     *,
     split_replies: bool = False,
     unattributed: Counter | None = None,
+    edit_failures: bool = False,
 ) -> list[Replay]:
     """One replay per session with at least ``min_turns`` turns and a reply. ``split_replies``
     keeps every reply of a turn as an event of its own (see ``session_events``)."""
     replays = []
     for k, session in enumerate(parse_sessions(text, typed)):
-        events = session_events(session, split_replies, unattributed)
+        events = session_events(session, split_replies, unattributed, edit_failures)
         turns = sum(1 for e in events if e["type"] in ("user", "run"))
         replies = sum(1 for e in events if e["type"] == "assistant")
         if turns < min_turns or not replies:
@@ -536,6 +580,7 @@ def import_path(
     *,
     split_replies: bool = False,
     unattributed: Counter | None = None,
+    edit_failures: bool = False,
 ) -> list[Replay]:
     """``src``: a chat history file. The input history is ``input_history``, or found next to it
     (``.aider.input.history``, or ``input_history/STEM.aider.input.history``)."""
@@ -554,5 +599,11 @@ def import_path(
     name = src.stem.lstrip(".").replace(".aider.chat.history", "") or "aider-history"
     text = src.read_text(encoding="utf-8", errors="replace")
     return import_text(
-        text, name, typed, min_turns, split_replies=split_replies, unattributed=unattributed
+        text,
+        name,
+        typed,
+        min_turns,
+        split_replies=split_replies,
+        unattributed=unattributed,
+        edit_failures=edit_failures,
     )
