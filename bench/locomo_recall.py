@@ -23,6 +23,11 @@ passed verbatim; FTS5 query handling (stopwords, quoting, OR of terms) is the st
 same for every query, and so is recall's rule that a matching turn credits the turn before it
 (``recall.REPLY_CREDIT``, applied to any conversation turns, not by this script).
 
+Other ways of writing a turn, measured (hybrid R@1 / R@5 / R@10): the above 0.414 / 0.768 /
+0.859; without the date 0.388 / 0.746 / 0.844; the date on its own last line 0.404 / 0.760 /
+0.853; two previous turns (``--context 2``) 0.364 / 0.770 / 0.873; no previous turn
+(``--context 0``) 0.370 / 0.659 / 0.756.
+
 Run from the repository root: ``python -m bench.locomo_recall [--json OUT]``.
 """
 

@@ -5,25 +5,58 @@ first needed: loading takes seconds and ~300 MB, which a session that never reca
 pay. Inference runs on one thread by default (``GARDENER_TORCH_THREADS`` overrides) because the
 gardener is a guest in the user's editor session, not the main workload.
 
-Two backends compute the same vectors (``GARDENER_EMBED_BACKEND``: auto, onnx or torch):
+Two backends compute the same vectors (``GARDENER_EMBED_BACKEND``: auto, onnx or torch), and
+both go through the same front and back end here: the model's own fast tokenizer, batches
+planned by token length, and sentence-transformers' mean pooling and normalisation in numpy.
 
-* torch through sentence-transformers. On CPUs with native bfloat16 (AVX512-BF16 / AMX) the
-  forward pass runs under bfloat16 autocast: ~1.7x the float32 rate on one thread, cosine
-  > 0.9999 to float32 (tested); ``GARDENER_EMBED_DTYPE=float32`` turns it off. ``auto`` picks
-  this backend on such CPUs because it is the fastest there.
+* torch: the BERT module of the sentence-transformers model. On CPUs with native bfloat16
+  (AVX512-BF16 / AMX) its weights are cast to bfloat16 once at load; cosine > 0.9998 to
+  sentence-transformers' float32 vectors (tested); ``GARDENER_EMBED_DTYPE=float32`` turns it
+  off. ``auto`` picks this backend on such CPUs because it is the fastest there.
 * ONNX Runtime, ``auto``'s choice elsewhere: the installed weights are exported once with
   ``torch.onnx.export`` into ``<store>/models/`` (see ``set_cache_dir``) and checked against
   sentence-transformers (cosine > 0.999 on probe texts, else the file is discarded); later
   processes load only the ``.onnx`` file, ``tokenizers`` and ``onnxruntime`` (a chromadb
-  dependency), never torch. Pooling and normalisation are sentence-transformers' own. Measured
-  side by side on one thread (``tests/store/bench_vectors.py``), it is as fast as torch in
-  float32 (12.8 vs 12.5 full-size chunks/s on a loaded 2-core EPYC, where bfloat16 torch did
-  21.7), but loads in 0.3 s instead of seconds and peaks at ~250 MB RSS instead of ~530 MB.
-  Any export or ONNX Runtime failure falls back to torch.
+  dependency), never torch. As fast as torch in float32, but loads in 0.3 s instead of seconds
+  and a session with a store, chromadb and the model peaks at ~480 MB RSS instead of ~670 MB
+  (``test_peak_rss_with_model_loaded``). Any export or ONNX Runtime failure falls back to torch.
 
-Dynamic int8 quantisation was measured and rejected: torch's ``quantize_dynamic`` on the Linear
-layers gave vectors with a cosine of only 0.85-0.91 to float32 (MiniLM's activation outliers) for
-~15 % more speed, and ONNX Runtime's quantiser needs the ``onnx`` package, which is not installed.
+Where the time goes (one thread of a 2-core EPYC with AVX512-BF16, measured with
+``tests/store/bench_vectors.py``): a full-size chunk is 256 word pieces, ~6 GFLOP, of which the
+Linear layers run at ~195 GFLOP/s in bfloat16, the core's peak; attention takes a quarter of the
+time and GELU/LayerNorm most of the rest. So ~25 full-size chunks/s (~5,700 word pieces/s) is
+this model's ceiling on one such core, and the issue's 50 chunks/s is out of reach without
+reading less of each chunk. What helped, measured side by side
+(``test_embedding_backends_side_by_side``, CPU time, medians):
+
+* batches planned by real word-piece count (``plan_batches``: ``BATCH_TOKENS`` padded tokens,
+  padding at most ``PADDING_SLACK``) instead of 16 texts sorted by characters, and bfloat16
+  weights instead of bfloat16 autocast (which re-cast every weight on every call; 19.5 -> 23
+  full-size chunks/s alone): chat-size chunks 32.5 -> 40.8/s, full-size 23.1 -> 25.6/s;
+* the worker sorting a window of 384 pending chunks by length (``store/worker.py``): chat-size
+  41.9/s. The real drain (``test_drain_*``: worker, SQLite and chromadb, wall time, two
+  alternating runs each) went from 32.5 to 42.2 chat-size and 21.8 to 23.5 full-size chunks/s.
+
+Measured and rejected:
+
+* dynamic int8 (ONNX Runtime ``quantize_dynamic``, per-channel int8 weights on every MatMul,
+  run with ``onnx`` 1.23.2 and ``ml_dtypes`` outside this virtualenv): 26.6 full-size / 44.6
+  chat-size chunks/s against 13.1 / 21.8 for ONNX float32 in the same run, i.e. no faster than
+  bfloat16 torch here, and a cosine to float32 of only 0.986-0.989 (min) / 0.993 (median) on
+  real chunks, below the 0.99 bar: the per-tensor activation scale is set by MiniLM's outlier
+  channels (up to 30x the typical value at the FFN inputs). Keeping the six FFN output MatMuls
+  in float32 passes (min 0.994) but runs at 18.6/s, slower than bfloat16. SmoothQuant-style
+  rescaling (alpha 0.7, simulated in torch) reaches min 0.991, still no faster than bfloat16 on
+  this CPU. On CPUs without bfloat16 it would double ONNX's float32 rate, but it needs ``onnx``
+  *and* ``ml_dtypes`` (``onnxruntime.quantization`` imports it unconditionally). ONNX Runtime's
+  transformer graph fusion (SkipLayerNorm, BiasGelu; its attention fusion does not match this
+  export) was slower (11.8 vs 13.1/s).
+* attention kernels: SDPA's math backend (0.55x) and eager attention (0.8x) are slower than the
+  flash kernel in bfloat16; token budgets of 4096 and 8192 per batch are slower than 2048.
+* ``torch.compile`` (inductor, dynamic shapes, freezing and weight prepacking): +10 % on
+  chat-size chunks for a 17-35 s compile in the user's session on every start. Not worth it.
+* shorter inputs (``GARDENER_EMBED_MAX_SEQ``): 128 embeds ~2.2x more chunks per second but sees
+  only about the first 100 tokens of a 250-token chunk. For slow machines only.
 
 Tokenizing is serialized with a lock: Hugging Face fast tokenizers raise "Already borrowed" when
 two threads use one tokenizer at once (the worker embeds chunks while recall embeds a query); the
@@ -50,7 +83,13 @@ log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
-BATCH_SIZE = 16
+# Padded word pieces per forward pass (rows x longest row). Measured on one thread: 1024 and 2048
+# are as fast, 4096 a few % and 8192 up to 30 % slower (the activations leave the caches).
+BATCH_TOKENS = 2048
+BATCH_SIZE = 256  # at most this many texts per forward pass, however short
+# A batch is cut where padding would exceed this share of its real tokens: a few short texts
+# are not padded to the length of a long one just because the budget has room for all.
+PADDING_SLACK = 0.25
 THREADS_ENV = "GARDENER_TORCH_THREADS"
 DTYPE_ENV = "GARDENER_EMBED_DTYPE"
 BACKEND_ENV = "GARDENER_EMBED_BACKEND"  # auto (default), onnx or torch
@@ -75,10 +114,10 @@ class EmbeddingsUnavailable(RuntimeError):
 
 _load_lock = threading.Lock()
 _tokenize_lock = threading.Lock()
-_model: Any = None  # the active encoder: an OnnxEncoder or a SentenceTransformer
-_torch_model: Any = None  # the SentenceTransformer, when torch was loaded at all
+_model: Any = None  # the active encoder: an OnnxEncoder or a TorchEncoder
+_torch_model: Any = None  # the float32 SentenceTransformer, while loaded
+_torch_encoders: dict[bool, Any] = {}  # bf16 -> TorchEncoder
 _failure: EmbeddingsUnavailable | None = None
-_bf16 = False
 _cache_dir: Path | None = None
 
 
@@ -120,7 +159,7 @@ def backend() -> str:
         return ""
     if isinstance(_model, OnnxEncoder):
         return "onnx"
-    return "torch-bf16" if _bf16 else "torch-fp32"
+    return "torch-bf16" if getattr(_model, "bf16", False) else "torch-fp32"
 
 
 def load() -> Any:
@@ -158,12 +197,13 @@ def _load() -> Any:
             return OnnxEncoder.open(_cache_dir)
         except Exception as err:  # noqa: BLE001 - any ONNX trouble: torch still works
             log.info("gardener: ONNX embeddings unavailable (%s); using torch", err)
-    return _load_torch()
+    return _torch_encoder(None)
 
 
 def _load_torch() -> Any:
-    """The sentence-transformers model (loaded once; the ONNX export starts from it too)."""
-    global _torch_model, _bf16
+    """The float32 sentence-transformers model: the reference vectors, the ONNX export's source
+    and the float32 torch backend. Loaded once (again, if the bfloat16 backend took it over)."""
+    global _torch_model
     if _torch_model is not None:
         return _torch_model
     import torch
@@ -176,18 +216,40 @@ def _load_torch() -> Any:
 
     model = SentenceTransformer(str(model_path()), device="cpu")
     model.eval()
-    max_seq = _env_int(MAX_SEQ_ENV, 0)
-    if max_seq > 0:
-        model.max_seq_length = max_seq
-    _bf16 = _use_bf16(torch)
     _torch_model = model
     return model
 
 
+def _torch_encoder(bf16: bool | None) -> "TorchEncoder":
+    """The torch backend in the given precision (None: bfloat16 where the CPU has it natively).
+    Callers hold ``_load_lock``. A bfloat16 encoder takes the float32 model over and casts it in
+    place (no second copy of the weights in memory); float32 is reloaded if asked for later."""
+    global _torch_model
+    import torch
+
+    if bf16 is None:
+        bf16 = _use_bf16(torch)
+    cached = _torch_encoders.get(bf16)
+    if cached is not None:
+        return cached
+    model = _load_torch()
+    bert = model[0].auto_model
+    if bf16 and False in _torch_encoders:  # float32 in use too: cast a copy
+        import copy
+
+        bert = copy.deepcopy(bert).to(torch.bfloat16)
+    elif bf16:
+        _torch_model = None  # cast in place: this model is no longer float32
+        bert = bert.to(torch.bfloat16)
+    encoder = TorchEncoder(bert, bf16, _env_int(MAX_SEQ_ENV, 0) or model.max_seq_length)
+    _torch_encoders[bf16] = encoder
+    return encoder
+
+
 def _prefer_torch_bf16() -> bool:
-    """torch under bfloat16 autocast beats ONNX Runtime in float32 (~1.7x on one thread) where
-    the CPU has native bfloat16; elsewhere the two are as fast and ONNX needs half the memory.
-    Decided from the CPU flags, so that the ONNX path never imports torch."""
+    """torch in bfloat16 beats ONNX Runtime in float32 (~1.8x on one thread) where the CPU has
+    native bfloat16; elsewhere the two are as fast and ONNX needs half the memory. Decided from
+    the CPU flags, so that the ONNX path never imports torch."""
     choice = os.environ.get(DTYPE_ENV, "auto").lower()
     if choice in ("float32", "fp32"):
         return False
@@ -236,48 +298,64 @@ def embed(texts: Sequence[str], batch_size: int = BATCH_SIZE) -> list[list[float
 
 
 def embed_array(texts: Sequence[str], batch_size: int = BATCH_SIZE, bf16: bool | None = None):
-    """``embed`` as a float32 numpy array of shape (len(texts), 384).
+    """``embed`` as a float32 numpy array of shape (len(texts), 384). ``batch_size`` caps the
+    texts per forward pass (the token budget ``BATCH_TOKENS`` caps them too).
 
     ``bf16`` forces the torch backend in that precision (the tests compare the backends)."""
     model = load()
     texts = [t if isinstance(t, str) else str(t) for t in texts]
-    if bf16 is None and isinstance(model, OnnxEncoder):
-        return model.encode(texts, batch_size)
-    if bf16 is not None:
+    if bf16 is not None and not (isinstance(model, TorchEncoder) and model.bf16 == bf16):
         with _load_lock:
-            model = _load_torch()
-    return _torch_encode(model, texts, batch_size, _bf16 if bf16 is None else bf16)
+            model = _torch_encoder(bf16)
+    return model.encode(texts, batch_size)
 
 
-def _torch_encode(model: Any, texts: list[str], batch_size: int, bf16: bool):
-    import numpy as np
-    import torch
-
-    out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-    for idx in _batches(texts, batch_size):
-        with _tokenize_lock:
-            features = model.preprocess([texts[i] for i in idx])
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            vectors = model(features)["sentence_embedding"]
-        vectors = torch.nn.functional.normalize(vectors.float(), dim=1)
-        out[idx] = vectors.numpy()
-    return out
+def reference_encode(texts: Sequence[str]):
+    """sentence-transformers' own float32 ``encode``: what every backend is checked against."""
+    with _load_lock:
+        model = _load_torch()
+    return model.encode(
+        list(texts),
+        batch_size=16,
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+        show_progress_bar=False,
+    )
 
 
-def _batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:
-    """Indices in batches of similar length: less work is wasted on padding."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    size = max(1, batch_size)
-    return [order[start : start + size] for start in range(0, len(order), size)]
+def plan_batches(
+    lengths: Sequence[int], budget: int, max_rows: int, slack: float = PADDING_SLACK
+) -> list[list[int]]:
+    """Indices in batches of similar token length: each at most ``budget`` padded tokens (a
+    text longer than that goes alone), ``max_rows`` texts, and padding of at most ``slack``
+    times its real tokens. Sorting by the real token count, not by characters, is what keeps
+    padding low: a line of hex addresses and a line of English of one width differ 2x in word
+    pieces."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    current: list[int] = []
+    real = 0
+    rows = max(1, max_rows)
+    for i in order:  # ascending: the newest text is the longest of its batch
+        padded = (len(current) + 1) * lengths[i]
+        if current and (
+            padded > budget or len(current) >= rows or padded > (1 + slack) * (real + lengths[i])
+        ):
+            batches.append(current)
+            current, real = [], 0
+        current.append(i)
+        real += lengths[i]
+    if current:
+        batches.append(current)
+    return batches
 
 
-class OnnxEncoder:
-    """MiniLM as an ONNX Runtime session plus the model's own fast tokenizer."""
+class _Encoder:
+    """Tokenize, plan, run, pool: everything but the forward pass, shared by both backends."""
 
-    def __init__(self, session: Any, tokenizer: Any, max_seq_length: int) -> None:
-        self.session = session
+    def __init__(self, tokenizer: Any, max_seq_length: int) -> None:
         self.tokenizer = tokenizer
-        self.inputs = {i.name for i in session.get_inputs()}
+        self.tokenizer.no_padding()  # the file pads to 128; batches are padded here instead
         self.max_seq_length = max_seq_length
 
     @property
@@ -290,10 +368,77 @@ class OnnxEncoder:
             self._max_seq = int(value)
             self.tokenizer.enable_truncation(max_length=self._max_seq)
 
+    def forward(self, ids: Any, mask: Any) -> Any:
+        """Last hidden states, float32 numpy (rows, tokens, 384)."""
+        raise NotImplementedError
+
+    def encode(self, texts: list[str], batch_size: int = BATCH_SIZE):
+        import numpy as np
+
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        if not texts:
+            return out
+        with _tokenize_lock:
+            encoded = [e.ids for e in self.tokenizer.encode_batch(texts)]
+        lengths = [len(ids) for ids in encoded]
+        for idx in plan_batches(lengths, BATCH_TOKENS, batch_size, PADDING_SLACK):
+            width = max(lengths[i] for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                ids[row, : lengths[i]] = encoded[i]
+                mask[row, : lengths[i]] = 1
+            out[idx] = mean_pool(self.forward(ids, mask), mask)
+        return out
+
+
+def mean_pool(hidden: Any, mask: Any):
+    """sentence-transformers' mean pooling and Normalize module, in numpy (float32)."""
+    import numpy as np
+
+    weights = mask[:, :, None].astype(np.float32)
+    mean = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    return mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)
+
+
+def _tokenizer() -> Any:
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(model_path() / "tokenizer.json"))
+
+
+class TorchEncoder(_Encoder):
+    """The BERT module of the sentence-transformers model, in float32 or bfloat16 weights."""
+
+    def __init__(self, bert: Any, bf16: bool, max_seq_length: int) -> None:
+        self.bert = bert
+        self.bf16 = bf16
+        super().__init__(_tokenizer(), max_seq_length)
+
+    def forward(self, ids: Any, mask: Any) -> Any:
+        import torch
+
+        ids_t = torch.from_numpy(ids)
+        with torch.inference_mode():
+            hidden = self.bert(
+                input_ids=ids_t,
+                attention_mask=torch.from_numpy(mask),
+                token_type_ids=torch.zeros_like(ids_t),
+            ).last_hidden_state
+        return hidden.float().numpy()
+
+
+class OnnxEncoder(_Encoder):
+    """MiniLM as an ONNX Runtime session plus the model's own fast tokenizer."""
+
+    def __init__(self, session: Any, tokenizer: Any, max_seq_length: int) -> None:
+        self.session = session
+        self.inputs = {i.name for i in session.get_inputs()}
+        super().__init__(tokenizer, max_seq_length)
+
     @classmethod
     def open(cls, cache_dir: Path) -> "OnnxEncoder":
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         path = Path(cache_dir) / onnx_filename()
         exported = False
@@ -308,9 +453,7 @@ class OnnxEncoder:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3  # warnings about unused initializers are noise here
         session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        tokenizer = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        encoder = cls(session, tokenizer, _env_int(MAX_SEQ_ENV, 0) or _model_max_seq())
+        encoder = cls(session, _tokenizer(), _env_int(MAX_SEQ_ENV, 0) or _model_max_seq())
         if exported:
             try:
                 _check_export(encoder)
@@ -319,26 +462,13 @@ class OnnxEncoder:
                 raise
         return encoder
 
-    def encode(self, texts: list[str], batch_size: int = BATCH_SIZE):
+    def forward(self, ids: Any, mask: Any) -> Any:
         import numpy as np
 
-        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for idx in _batches(texts, batch_size):
-            with _tokenize_lock:
-                encoded = self.tokenizer.encode_batch([texts[i] for i in idx])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self.inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self.session.run(None, feeds)[0]
-            # sentence-transformers' mean pooling and Normalize module, in numpy.
-            weights = mask[:, :, None].astype(np.float32)
-            summed = (hidden * weights).sum(axis=1)
-            mean = summed / np.clip(weights.sum(axis=1), 1e-9, None)
-            norms = np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)
-            out[idx] = mean / norms
-        return out
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        return self.session.run(None, feeds)[0]
 
 
 def onnx_filename() -> str:
@@ -405,10 +535,13 @@ def export_onnx(path: Path) -> None:
 
 
 def _check_export(encoder: OnnxEncoder) -> None:
-    """A fresh export must reproduce sentence-transformers' float32 vectors."""
+    """A fresh export must reproduce sentence-transformers' float32 vectors. The caller (load)
+    may hold ``_load_lock``, so the reference is computed without taking it."""
     import numpy as np
 
-    ref = _torch_encode(_load_torch(), list(_PROBES), BATCH_SIZE, bf16=False)
+    ref = _load_torch().encode(
+        list(_PROBES), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+    )
     got = encoder.encode(list(_PROBES))
     worst = float(np.min(np.sum(ref * got, axis=1)))
     if worst < EXPORT_MIN_COSINE:
@@ -447,3 +580,4 @@ def _reset_for_tests() -> None:
         _model = None
         _failure = None
         _torch_model = None
+        _torch_encoders.clear()

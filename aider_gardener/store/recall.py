@@ -39,6 +39,21 @@ in FTS5 (0.752-0.768: a short turn's summary is the turn itself); dropping query
 in more than 10-50 % of the entries (0.735-0.772); the reply context indexed without the other
 speaker's name (0.768) or cut to 25 words (0.752).
 
+A second round (same replay, @5, baseline 0.768) found the ranking at a plateau, not a tuning
+miss: a separate K per ranker (FTS 2-10 x vectors 2-20, vector weight 0.6/1.0: 0.745-0.768);
+fusing normalised scores instead of ranks (z-score, max, min-max; 0.729-0.772); per-query
+weights from each ranker's confidence (top-score gap, top cosine: 0.764-0.772); pseudo-relevance
+feedback, Rocchio on the query vector (0.748-0.770) or RM3 terms as a third FTS5 ranking
+(0.762-0.770); vectors re-ranking the FTS5 candidates as a third ranking (0.735-0.770); query
+bigrams as FTS5 ``NEAR`` phrases (0.758); one vector per sentence, max or fused with the
+entry's (0.752-0.766); cosine smoothed over neighbouring turns (0.760-0.764); credit to the turn
+two back (0.768-0.770); demoting a candidate next to a better one (0.54-0.57: the neighbours
+*are* the evidence); ``CANDIDATES`` 100 (0.770); no priority/recency boost (0.768, unchanged:
+in the evaluation every turn has one class and was ingested within seconds). The ceiling of
+fusion itself: BM25's top 5 and the vectors' top 5 together (10 slots) hold an evidence turn
+for 0.828 of the questions, their top 3 + top 2 for 0.719. Reaching 0.80 at 5 needs a stronger
+ranker (a cross-encoder, a larger embedding model), not a different mix of these two.
+
 Then two mild multipliers, documented here because they change order:
 
 * priority: ``1 + PRIORITY_WEIGHT * min(priority, 150) / 100``, at most +15 %. Priority already

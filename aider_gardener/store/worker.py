@@ -19,10 +19,14 @@ from .vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 
-# Rows per step. The model runs them in sub-batches of 16 sorted by length, so a larger step
-# wastes less on padding a short chunk to the length of a long one (~1.5x on real chat messages);
-# a step of full-size chunks is ~2 s of one core, which bounds how long stop() can take.
+# Rows per call into the index (one embed + one upsert + one mark). A group of full-size chunks
+# is ~2 s of one core, which bounds how long stop() can take.
 BATCH_SIZE = 48
+# Pending rows read per step and sorted by length before they are cut into groups: the model
+# pads a batch to its longest text, and chat messages range from one line to full-size chunks,
+# so 48 rows in ingest order split into many small batches or pad a lot. Measured side by side
+# on real chat chunks: 40.8 -> 41.9/s (and 35.9 -> 40.5/s before batches capped their padding).
+WINDOW = 8 * BATCH_SIZE
 IDLE_POLL = 2.0  # other processes enqueue chunks too; look again this often when idle
 PROBE_INTERVAL = 30.0  # how often to knock on a vector server that went away
 WRITER_RETRY = 15.0  # how often a read-only session checks whether the writer has exited
@@ -31,10 +35,13 @@ PENDING, INDEXED, FAILED = 0, 1, -1
 
 
 class EmbeddingWorker:
-    def __init__(self, store: Any, index: VectorIndex, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(
+        self, store: Any, index: VectorIndex, batch_size: int = BATCH_SIZE, window: int = 0
+    ) -> None:
         self.store = store
         self.index = index
         self.batch_size = max(1, batch_size)
+        self.window = max(self.batch_size, window or WINDOW)
         self.embedded = 0  # chunks indexed by this worker, for stats and tests
         self.failed = 0
         self._thread: threading.Thread | None = None
@@ -57,7 +64,7 @@ class EmbeddingWorker:
         self._wake.set()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stops after the batch in progress (at most about a second of work)."""
+        """Stops after the group in progress (at most about two seconds of work)."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
@@ -79,7 +86,7 @@ class EmbeddingWorker:
             return 0
         total = 0
         while deadline is None or time.monotonic() < deadline:
-            done = self.step()
+            done = self.step(deadline)
             if done <= 0:
                 break
             total += done
@@ -87,22 +94,32 @@ class EmbeddingWorker:
 
     # --- work -------------------------------------------------------------------------------
 
-    def step(self) -> int:
-        """One batch: returns chunks indexed, 0 when nothing is pending or nothing could be done."""
+    def step(self, deadline: float | None = None) -> int:
+        """One window of pending rows, embedded in groups of similar length: returns chunks
+        indexed (or marked failed), 0 when nothing is pending or nothing could be done. Stops
+        between groups when asked to or past ``deadline`` (monotonic), leaving the rest
+        pending."""
         with self._batch_lock:
-            rows = self.store.pending_chunks(self.batch_size)
+            rows = self.store.pending_chunks(self.window)
             if not rows:
                 return 0
-            ok, bad = self._embed(rows)
-            if not self.index.healthy:
-                return 0  # backend down mid-batch: leave the rows pending for later
-            if bad:
-                self.store.mark_chunks(bad, FAILED)
-                self.failed += len(bad)
-            if ok:
-                self.store.mark_chunks(ok, INDEXED)
-                self.embedded += len(ok)
-            return len(ok) + len(bad)
+            rows = sorted(rows, key=lambda r: len(r[2]))
+            done = 0
+            for start in range(0, len(rows), self.batch_size):
+                group = rows[start : start + self.batch_size]
+                ok, bad = self._embed(group)
+                if not self.index.healthy:
+                    break  # backend down mid-window: leave the rows pending for later
+                if bad:
+                    self.store.mark_chunks(bad, FAILED)
+                    self.failed += len(bad)
+                if ok:
+                    self.store.mark_chunks(ok, INDEXED)
+                    self.embedded += len(ok)
+                done += len(ok) + len(bad)
+                if self._stop.is_set() or (deadline is not None and time.monotonic() > deadline):
+                    break
+            return done
 
     def _embed(self, rows: Sequence[tuple[str, str, str]]) -> tuple[list[str], list[str]]:
         try:

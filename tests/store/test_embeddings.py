@@ -1,4 +1,5 @@
-"""The packaged MiniLM model through sentence-transformers: real weights, offline, one thread."""
+"""The packaged MiniLM model: real weights, offline, one thread, checked against
+sentence-transformers' own ``encode``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aider_gardener.store import embeddings
 from aider_gardener.store.embeddings import DIMENSIONS, EmbeddingsUnavailable, embed, embed_array
@@ -62,20 +65,82 @@ def test_one_torch_thread_by_default(model):
     assert torch.get_num_threads() == 1
 
 
+def _real_pieces(tool_outputs_dir) -> list[str]:
+    text = (tool_outputs_dir / "pytest_failures_typeerror__X_Ray_LLM.log").read_text(
+        encoding="utf-8", errors="replace"
+    )
+    pieces = [text[i : i + 1200] for i in range(0, min(len(text), 12_000), 1200)]
+    return pieces + ["what failed in the last test run?", "TypeError in the request handler", "x"]
+
+
+def test_float32_vectors_are_sentence_transformers_own(model, tool_outputs_dir):
+    """The shared tokenizer/batching/pooling front end reproduces ``SentenceTransformer.encode``
+    (lengths from 1 to past the 256-piece truncation, in length-planned batches)."""
+    pieces = _real_pieces(tool_outputs_dir) + ["ü" * 3000]
+    ours = embed_array(pieces, bf16=False)
+    reference = embeddings.reference_encode(pieces)
+    assert np.sum(ours * reference, axis=1).min() > 0.9999
+
+
 def test_bfloat16_vectors_match_float32(model, tool_outputs_dir):
     import torch
 
     if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
         pytest.skip("no native bfloat16 on this CPU")
-    text = (tool_outputs_dir / "pytest_failures_typeerror__X_Ray_LLM.log").read_text(
-        encoding="utf-8", errors="replace"
-    )
-    pieces = [text[i : i + 1200] for i in range(0, min(len(text), 12_000), 1200)]
-    pieces += ["what failed in the last test run?", "TypeError in the request handler"]
-    fp32 = embed_array(pieces, bf16=False)
+    pieces = _real_pieces(tool_outputs_dir)
+    fp32 = embeddings.reference_encode(pieces)
     bf16 = embed_array(pieces, bf16=True)
     cosines = np.sum(fp32 * bf16, axis=1)
-    assert cosines.min() > 0.995, cosines
+    assert cosines.min() > 0.9995, cosines
+
+
+def test_a_bfloat16_encoder_leaves_float32_in_use_intact(model):
+    """Casting to bfloat16 happens in place only when no float32 encoder shares the weights."""
+    texts = ["KeyError: 'user_id' in handlers/profile.py line 88", "the build is green again"]
+    before = embed_array(texts, bf16=False)
+    embed_array(texts, bf16=True)
+    after = embed_array(texts, bf16=False)
+    assert np.allclose(before, after, atol=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lengths=st.lists(st.integers(min_value=1, max_value=600), max_size=80),
+    budget=st.integers(min_value=1, max_value=4096),
+    rows=st.integers(min_value=1, max_value=64),
+    slack=st.sampled_from([0.0, 0.25, 10.0]),
+)
+def test_plan_batches_covers_every_text_once_within_budget(lengths, budget, rows, slack):
+    batches = embeddings.plan_batches(lengths, budget, rows, slack)
+    flat = [i for batch in batches for i in batch]
+    assert sorted(flat) == list(range(len(lengths)))
+    for batch in batches:
+        assert 1 <= len(batch) <= rows
+        padded = len(batch) * max(lengths[i] for i in batch)
+        real = sum(lengths[i] for i in batch)
+        if len(batch) > 1:  # a text longer than the budget goes alone
+            assert padded <= budget and padded <= (1 + slack) * real + 1e-9
+    # ascending lengths across batches: similar lengths share a batch, so padding stays small
+    tops = [max(lengths[i] for i in b) for b in batches]
+    lows = [min(lengths[i] for i in b) for b in batches]
+    assert all(tops[k] <= lows[k + 1] for k in range(len(batches) - 1))
+
+
+def test_batches_pad_to_their_own_longest_text(model, monkeypatch):
+    """Short texts are not padded to the length of a long one in the same call."""
+    widths: list[tuple[int, int]] = []
+    encoder = embeddings.load()
+    real = type(encoder).forward
+
+    def spy(self, ids, mask):
+        widths.append(ids.shape)
+        return real(self, ids, mask)
+
+    monkeypatch.setattr(type(encoder), "forward", spy)
+    embed_array(["short one", "another short", "long text about a failing build " * 60])
+    assert len(widths) == 2
+    assert min(w[1] for w in widths) < 10  # the short pair alone, at its own width
+    assert max(w[1] for w in widths) == encoder.max_seq_length  # the long one, truncated
 
 
 def test_threads_can_embed_at_once(model):
@@ -149,7 +214,7 @@ def test_onnx_export_matches_sentence_transformers_on_real_text(onnx_dir, tool_o
     )
     pieces = [text[i : i + 1500] for i in range(0, min(len(text), 15_000), 1500)]
     pieces += ["what failed in the last test run?", "x", "ü" * 3000]  # short, and truncated
-    reference = embed_array(pieces, bf16=False)  # sentence-transformers, float32
+    reference = embeddings.reference_encode(pieces)  # sentence-transformers, float32
     got = encoder.encode(pieces)
     assert got.shape == (len(pieces), DIMENSIONS)
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
@@ -242,3 +307,11 @@ def test_prefer_bf16_respects_the_dtype_setting(monkeypatch):
     assert embeddings._prefer_torch_bf16() is False
     monkeypatch.setenv(embeddings.DTYPE_ENV, "bf16")
     assert embeddings._prefer_torch_bf16() is True
+
+
+def test_odd_inputs_still_give_unit_vectors(model):
+    texts = ["", " ", "\x00\x01\ufffd\ufffd", "\x1b[31mred\x1b[0m", "a" * 1_000_000, "🙂" * 500]
+    v = embed_array(texts)
+    assert v.shape == (len(texts), DIMENSIONS)
+    assert np.isfinite(v).all()
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-3)

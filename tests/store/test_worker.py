@@ -81,6 +81,7 @@ class FlakyIndex:
         self.healthy = True
         self.permanent_failure = None
         self.added: list[str] = []
+        self.calls: list[list[str]] = []  # the texts of each add(), in call order
 
     def warm(self) -> bool:
         return True
@@ -101,6 +102,7 @@ class FlakyIndex:
         if any(self.bad_word and self.bad_word in t for t in texts):
             raise RuntimeError("the model choked on this text")
         self.added.extend(chunk_ids)
+        self.calls.append(list(texts))
 
 
 def test_a_text_that_breaks_the_model_is_marked_failed_alone(tmp_path):
@@ -149,3 +151,54 @@ def test_drain_respects_its_timeout(tmp_path):
         assert worker.drain(timeout=0) == 0
         assert store.pending_count() == 40
         assert worker.drain() == 40
+
+
+def _varied_notes(store: Store, n: int) -> None:
+    """Notes whose lengths are not in ingest order (short, long, medium, ...)."""
+    for i in range(n):
+        store.ingest(f"note {i}: " + "word " * ((i * 37) % 50 + 1), Source(role="user"))
+
+
+def test_a_step_embeds_a_window_in_groups_of_similar_length(tmp_path):
+    """The model pads a batch to its longest text, so the worker reads a window of pending
+    rows and feeds them shortest first, in groups, instead of in ingest order."""
+    with Store(tmp_path / "gs", vectors=False) as store:
+        _varied_notes(store, 30)
+        index = FlakyIndex()
+        worker = EmbeddingWorker(store, index, batch_size=4, window=16)
+        assert worker.step() == 16
+        assert store.pending_count() == 14
+        assert [len(c) for c in index.calls] == [4, 4, 4, 4]
+        lengths = [[len(t) for t in call] for call in index.calls]
+        flat = [n for call in lengths for n in call]
+        assert flat == sorted(flat)
+        assert worker.drain() == 14 and store.pending_count() == 0
+
+
+def test_a_stop_request_ends_the_window_after_one_group(tmp_path):
+    with Store(tmp_path / "gs", vectors=False) as store:
+        _varied_notes(store, 20)
+        index = FlakyIndex()
+        worker = EmbeddingWorker(store, index, batch_size=5, window=20)
+        worker._stop.set()  # what stop() does while the thread is inside a step
+        assert worker.step() == 5
+        assert len(index.calls) == 1
+        assert store.pending_count() == 15  # the rest of the window stays queued
+
+
+def test_a_backend_lost_mid_window_keeps_the_rest_pending(tmp_path):
+    with Store(tmp_path / "gs", vectors=False) as store:
+        _varied_notes(store, 12)
+        index = FlakyIndex()
+        real_add = index.add
+
+        def add_then_fail(chunk_ids, entry_ids, texts):
+            if index.calls:  # the second group finds the backend gone
+                index.down = True
+            real_add(chunk_ids, entry_ids, texts)
+
+        index.add = add_then_fail
+        worker = EmbeddingWorker(store, index, batch_size=4, window=12)
+        assert worker.step() == 4
+        assert store.pending_count() == 8
+        assert worker.embedded == 4
