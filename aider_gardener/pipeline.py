@@ -170,9 +170,15 @@ def _result(original, summary, segs, outs, notes, opts, raw=None) -> Compression
     eid = opts.entry_id or entry_id(original)  # set by compress(); hashing 100 MB twice is waste
     tokens_original = count_tokens(original, model)
     seg_results = []
+    chars = sum(len(seg.text) for seg in segs) or 1
     for seg, out in zip(segs, outs):
         comp = out if isinstance(out, Compressed) else Compressed(out, {})
-        t_in = count_tokens(seg.text, model)
+        if len(segs) == 1:
+            t_in = tokens_original if seg.text == original else count_tokens(seg.text, model)
+        else:
+            # a segment's share of the original's tokens, by characters: what the per-segment
+            # figures (class weighting, per-class stats) need, without tokenizing the input twice
+            t_in = max(1, round(tokens_original * len(seg.text) / chars)) if seg.text else 0
         t_out = count_tokens(comp.text, model) if comp.text != seg.text else t_in
         seg_results.append(SegmentResult(seg, comp, t_in, t_out))
 

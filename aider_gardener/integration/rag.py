@@ -31,6 +31,9 @@ HEADER = (
 REPLY = "Ok, I will use that context if it is relevant."
 
 
+QUERY_CHARS = 4000
+
+
 def _mode() -> str:
     """Before a request, never wait for the embedding model: until the store's worker has loaded
     it (seconds, in the background), recall is full-text only."""
@@ -45,6 +48,9 @@ def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[
     budget = session.config.rag_tokens
     if store is None or not query.strip() or budget <= 0:
         return [], []
+    # FTS5 takes the first MAX_QUERY_TERMS terms and the embedder the first 256 word pieces: the
+    # head of a long message is the whole query either way (and scanning a 100 kB paste is not)
+    query = query[:QUERY_CHARS]
     hits = store.recall(query, limit=CANDIDATES, mode=_mode())
     if not hits:
         return [], []

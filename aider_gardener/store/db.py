@@ -307,6 +307,8 @@ def query_terms(query: str) -> list[str]:
             terms[term] = None
 
     for m in _QUERY_TOKEN.finditer(query or ""):
+        if len(terms) >= MAX_QUERY_TERMS:
+            break  # a pasted 100 kB message: the rest could not add a term
         token = m.group(0)
         low = token.lower()
         plain = token.isalnum()
