@@ -68,7 +68,14 @@ import aider_gardener  # noqa: F401  (offline switches before aider/litellm load
 
 from .replay.format import TURN_EVENTS, Replay, load, save
 from .replay.importers.aider_history import EDIT_FAILURE_FIELDS, import_path
-from .replay.runner import ALLOWED_COMMANDS, ReplayIO, StubLLM, bench_environment
+from .replay.runner import (
+    ALLOWED_COMMANDS,
+    CoderDriver,
+    ReplayIO,
+    StubLLM,
+    bench_environment,
+    command_name,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GARDENER_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -265,7 +272,7 @@ class FactsStub(StubLLM):
         return response
 
 
-class Driver:
+class Driver(CoderDriver):
     """One replay through real coders: the coder (replaced on every SwitchCoder), the stub, the
     scripted ``run_cmd``, seeding and the per-turn records."""
 
@@ -377,22 +384,6 @@ class Driver:
                 if block_text(search) not in failed and path not in files:
                     files.append(path)
         return files
-
-    def run_cmd(self, command: str, **kwargs: Any) -> tuple[int, str]:
-        scripted, self.scripted = self.scripted, None
-        return scripted if scripted is not None else (0, "")
-
-    def line(self, text: str) -> None:
-        from aider.coders import Coder
-        from aider.commands import SwitchCoder
-
-        try:
-            self.coder.run_one(text, preproc=True)
-        except SwitchCoder as switch:
-            kwargs = dict(io=self.io, from_coder=self.coder)
-            kwargs.update(switch.kwargs)
-            kwargs.pop("show_announcements", None)
-            self.coder = Coder.create(**kwargs)
 
     def pending(self) -> bool:
         return self.stub is not None and bool(self.stub.queue)
@@ -654,13 +645,6 @@ def _coders(gardener: bool, driver_ref: list) -> Iterator[None]:
         Coder.max_reflections = saved
 
 
-def _command_name(line: str) -> str | None:
-    if not line.startswith("/"):
-        return None
-    word = line[1:].split(None, 1)[0] if line[1:].strip() else ""
-    return word.lower()
-
-
 def run_session(replay: Replay, history: str = "", *, gardener: bool = True) -> SessionResult:
     """Replay one session and record, per turn, the transcript's truth, Aider's own edit and
     commit lines, and the tracker's facts. Must run inside ``bench_environment()``."""
@@ -739,7 +723,7 @@ def _replay_events(replay: Replay, driver: Driver, result: SessionResult) -> Non
             driver.scripted = (int(event.get("exit_code", 0)), event["output"])
         else:
             text = event["content"]
-        name = _command_name(text)
+        name = command_name(text)
         if name is not None and name not in ALLOWED_COMMANDS:
             result.skipped_commands += 1
             record.skipped = True

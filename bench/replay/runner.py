@@ -380,14 +380,40 @@ def _timed_gardener(clock: GardenerClock) -> Iterator[None]:
         GardenerSession.open_store = original_open
 
 
-def _command_name(line: str) -> str | None:
+def command_name(line: str) -> str | None:
     if not line.startswith("/"):
         return None
     word = line[1:].split(None, 1)[0] if line[1:].strip() else ""
     return word.lower()
 
 
-class _Session:
+class CoderDriver:
+    """What every replay driver shares: the current coder, replaced as Aider's ``main`` loop
+    replaces it on a ``SwitchCoder``, and the scripted answer of the next shell command.
+    Subclasses set ``coder``, ``io`` and ``scripted``."""
+
+    coder: Any
+    io: Any
+    scripted: tuple[int, str] | None = None
+
+    def run_cmd(self, command: str, **kwargs: Any) -> tuple[int, str]:
+        scripted, self.scripted = self.scripted, None
+        return scripted if scripted is not None else (0, "")
+
+    def line(self, text: str) -> None:
+        from aider.coders import Coder
+        from aider.commands import SwitchCoder
+
+        try:
+            self.coder.run_one(text, preproc=True)
+        except SwitchCoder as switch:
+            kwargs = dict(io=self.io, from_coder=self.coder)
+            kwargs.update(switch.kwargs)
+            kwargs.pop("show_announcements", None)
+            self.coder = Coder.create(**kwargs)
+
+
+class _Session(CoderDriver):
     """One replay in one mode: the coder (replaced on every SwitchCoder), the stub and the
     scripted ``run_cmd``."""
 
@@ -435,22 +461,6 @@ class _Session:
         )
         self.scripted: tuple[int, str] | None = None
         self.closed = False
-
-    def run_cmd(self, command: str, **kwargs: Any) -> tuple[int, str]:
-        scripted, self.scripted = self.scripted, None
-        return scripted if scripted is not None else (0, "")
-
-    def line(self, text: str) -> None:
-        from aider.coders import Coder
-        from aider.commands import SwitchCoder
-
-        try:
-            self.coder.run_one(text, preproc=True)
-        except SwitchCoder as switch:
-            kwargs = dict(io=self.io, from_coder=self.coder)
-            kwargs.update(switch.kwargs)
-            kwargs.pop("show_announcements", None)
-            self.coder = Coder.create(**kwargs)
 
     def next_prompt(self, stub: StubLLM) -> list[dict]:
         """The history part of the prompt Aider would send now (built the way Aider builds it,
@@ -520,7 +530,7 @@ def _recall_hit_both(store: Any, question: str, answers: list[str]) -> tuple[boo
 def _plain_line(text: str, mode: str) -> str | None:
     """The line typed in ``mode``: a gardener command becomes its plain-Aider equivalent
     (``None``: skipped) in the ``aider`` modes."""
-    name = _command_name(text)
+    name = command_name(text)
     if mode in GARDENER_MODES or name not in PLAIN_AIDER_EQUIVALENT:
         return text
     return PLAIN_AIDER_EQUIVALENT[name]
@@ -622,7 +632,7 @@ def run_replay(
                 session.scripted = (int(event.get("exit_code", 0)), event["output"])
             else:
                 text = event["content"]
-            name = _command_name(text)
+            name = command_name(text)
             if name == "soft-restart":
                 phase = PHASE_SOFT_RESTART  # a probe's phase: the latest reset before it
             typed = _plain_line(text, mode)
