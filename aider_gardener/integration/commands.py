@@ -135,9 +135,6 @@ class GardenCommands(Commands):
             session.exit_codes[command.strip()] = status
             return
         session.facts.on_output(command.strip(), output or "", session.turn, exit_code=status)
-        from .continuity import mark_messages
-
-        mark_messages(session)
 
     def _throttle_new_output(self, session: GardenerSession, cur: list, index: int) -> None:
         sync(session, self.coder)
@@ -262,9 +259,8 @@ class GardenCommands(Commands):
 
         keeper = session.keeper()
         coder = self.coder
-        try:
+        try:  # written, read back and validated: only then is the history cleared
             path = keeper.checkpoint(coder, "soft-restart", note=args.strip() or None)
-            checkpoint = keeper.reload(path)
         except (CheckpointError, OSError) as err:
             self.io.tool_error(f"Soft restart cancelled, history kept: checkpoint failed ({err})")
             return
@@ -274,8 +270,7 @@ class GardenCommands(Commands):
             model.token_count(m["content"]) for m in messages if isinstance(m.get("content"), str)
         )
         super().cmd_clear("")
-        session.reset_view()
-        keeper.continue_from(coder, checkpoint)
+        session.reset_view()  # the facts go on: the state block heads the new history
         self.io.tool_output(
             f"Soft restart: cleared {len(messages)} messages ({tokens:,} tokens); continuing from"
             f" {keeper._show(path)} ({len(keeper.tracker.book)} facts in the session state)."
@@ -287,16 +282,15 @@ class GardenCommands(Commands):
         if session is None:
             self.io.tool_error("The gardener is off in this session.")
             return
-        from ..continuity.checkpoint import CheckpointError, load_latest
+        from ..continuity.checkpoint import CheckpointError, load_latest, read_checkpoint
+        from .continuity import checkpoint_folder
 
         keeper = session.keeper()
         coder = self.coder
-        from .continuity import checkpoint_folder
-
         target = args.strip()
         try:
             if target:
-                checkpoint = keeper.reload(Path(target).expanduser())
+                checkpoint = read_checkpoint(Path(target).expanduser())
             else:
                 checkpoint = load_latest(
                     checkpoint_folder(session, coder), warn=self.io.tool_warning

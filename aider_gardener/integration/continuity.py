@@ -21,7 +21,6 @@ from ..continuity.checkpoint import (
     Checkpoint,
     CheckpointError,
     load_latest,
-    parse_checkpoint,
     render_checkpoint,
     write_checkpoint,
 )
@@ -76,9 +75,7 @@ class Continuity:
         self._sync: Any = None
         self._checkpointed_version = -1
         self._armed = {level: True for level in session.config.warn_at}
-        self.resumed: Checkpoint | None = None
         self.started = False
-        self.last_checkpoint: Path | None = None
 
     # -- start of a session --------------------------------------------------------------------
 
@@ -120,20 +117,11 @@ class Continuity:
         for fact in book:
             fact.session = fact.session or checkpoint.session
         self.tracker = FactTracker(book)
-        self.resumed = checkpoint
-        self._state_version = -1
         self._checkpointed_version = book.version
         coder.io.tool_output(
             f"gardener: resumed from checkpoint {checkpoint.created} ({len(book)} facts);"
             " the earlier session is in the store: /recall QUERY"
         )
-
-    def continue_from(self, coder: Any, checkpoint: Checkpoint) -> None:
-        """After ``/soft-restart`` cleared the chat: the facts go on (the checkpoint just read
-        back holds the same ones, verified on disk), and the state block is rebuilt at the next
-        request as the first thing in the new history."""
-        self.resumed = checkpoint
-        self._state_version = -1
 
     def persist(self) -> int:
         """Facts go to the store's ``facts`` table (with their turn and source entry) as they
@@ -200,7 +188,6 @@ class Continuity:
         )
         path = write_checkpoint(self.folder, text)
         self._checkpointed_version = self.tracker.book.version
-        self.last_checkpoint = path
         return path
 
     def auto_checkpoint(self, coder: Any, trigger: str) -> Path | None:
@@ -232,11 +219,6 @@ class Continuity:
             self.checkpoint(coder, "exit")
         except CheckpointError as err:
             log.warning("gardener: exit checkpoint not saved: %s", err)
-
-    def reload(self, path: Path) -> Checkpoint:
-        """Read a checkpoint back from disk (what /soft-restart continues from)."""
-        text = Path(path).read_text(encoding="utf-8")
-        return parse_checkpoint(text, path=Path(path))
 
     def _show(self, path: Path) -> str:
         try:
@@ -277,8 +259,8 @@ class Continuity:
 
 
 def mark_messages(session: Any) -> None:
-    """Carry what the facts know into the eviction priorities: messages behind a failed approach
-    go last; an error output whose error the facts saw fixed may go early."""
+    """Before each eviction pass, carry what the facts know into the priorities: messages behind
+    a failed approach go last; an error output whose error the facts saw fixed may go early."""
     tracker = session.facts
     failed = tracker.failed_entry_ids()
     open_errors = tracker.open_error_entry_ids()

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..store.priority import BASE, DEFAULT_BASE, RECENCY_MAX, REFERENCE_STEP
 from ..tokens import count_tokens
+from .continuity import mark_messages
 from .ingest import EDIT_MARKERS, model_name, reference_text, swap
 from .session import GardenerSession, MessageMeta
 
@@ -125,6 +126,8 @@ def _can_summarize(meta: MessageMeta) -> bool:
 def evict(session: GardenerSession, coder: Any, hard_target: int | None = None) -> EvictionReport:
     """Age and, if over budget (or above ``hard_target`` on overflow), evict in place."""
     hard = hard_target is not None
+    if session.continuity is not None:
+        mark_messages(session)  # what the facts know about failures and fixes, as priorities
     budget = session.budget(coder)
     total = history_tokens(session, coder)
     report = EvictionReport(before=total, budget=budget)

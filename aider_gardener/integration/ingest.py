@@ -250,6 +250,3 @@ def observe(session: GardenerSession, meta: MessageMeta, body: str) -> None:
     elif meta.kind == "tool":
         status = session.exit_codes.pop((meta.command or "").strip(), None)
         tracker.on_output(meta.command, body, meta.turn, meta.entry_id, exit_code=status)
-        from .continuity import mark_messages
-
-        mark_messages(session)

@@ -68,7 +68,6 @@ class GardenerMixin:
     _garden_cwe = False
     _garden_retry = "idle"
     _garden_typed: str | None = None
-    _garden_created: set | None = None
     _garden_last_edited: list | None = None
     _garden_counted: int | None = None
     _garden_observer: GardenerSession | None = None
@@ -364,7 +363,6 @@ class GardenerMixin:
             return super().apply_updates()
         if g is not None:
             g.attempt("ingest", sync, g, self)  # the reply's facts come before its edits'
-        self._garden_created = set()
         self._garden_before = {}
         edited = super().apply_updates()
         if edited:
@@ -375,20 +373,14 @@ class GardenerMixin:
     def allowed_to_edit(self, path):
         if self._garden is None and self._garden_observer is None:
             return super().allowed_to_edit(path)
-        before = getattr(self, "_garden_before", None)
-        try:
-            full = self.abs_root_path(path)
-            existed = os.path.exists(full)
-            if before is not None and path not in before:
-                before[path] = _digest(full) if existed else None
-        except Exception:  # noqa: BLE001
-            existed = True
-        allowed = super().allowed_to_edit(path)
-        if allowed and not existed:
-            created = getattr(self, "_garden_created", None)
-            if created is not None:
-                created.add(path)
-        return allowed
+        before = self._garden_before
+        if before is not None and path not in before:
+            try:  # the file as it was before the edit: None when the edit creates it
+                full = self.abs_root_path(path)
+                before[path] = _digest(full) if os.path.exists(full) else None
+            except Exception:  # noqa: BLE001
+                pass
+        return super().allowed_to_edit(path)
 
     def _garden_rel(self, path: str) -> str:
         return self.get_rel_fname(self.abs_root_path(path))
@@ -396,7 +388,7 @@ class GardenerMixin:
     def _garden_edited(self, g: GardenerSession, edited: set) -> None:
         """File facts for the edits that changed a file: Aider returns every file a reply
         named even when some of its edits failed (and then prints no "Applied edit")."""
-        before = getattr(self, "_garden_before", None) or {}
+        before = self._garden_before or {}
         changed = set()
         for path in edited:
             if not isinstance(path, str) or not path:
@@ -408,23 +400,17 @@ class GardenerMixin:
                     continue
             changed.add(path)
         paths = sorted({self._garden_rel(p) for p in changed})
-        created = sorted(
-            {self._garden_rel(p) for p in getattr(self, "_garden_created", ()) if p in changed}
-        )
+        created = sorted({self._garden_rel(p) for p in changed if before.get(p, "") is None})
         self._garden_last_edited = paths
-        if not paths:
-            return
-        g.facts.on_edit_applied(paths, g.turn, created=created)
-        from .continuity import mark_messages
-
-        mark_messages(g)
+        if paths:
+            g.facts.on_edit_applied(paths, g.turn, created=created)
 
     def show_auto_commit_outcome(self, res):
         super().show_auto_commit_outcome(res)
         g = self._garden or self._garden_observer
         if g is not None and res:
             commit_hash, message = res
-            paths = getattr(self, "_garden_last_edited", None) or []
+            paths = self._garden_last_edited or []
             g.attempt("facts", g.facts.on_commit, commit_hash, message, paths, g.turn)
 
     def _garden_resolve(self, g: GardenerSession, edited: set) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from ..store.priority import extract_keys
 from ..tokens import count_tokens
 from ..types import HANDLE_PREFIX
-from .ingest import model_name
+from .ingest import model_name, swap
 from .session import GardenerSession, MessageMeta
 
 log = logging.getLogger(__name__)
@@ -111,8 +111,6 @@ class Refiner:
             if saving < MIN_SAVING:
                 return 0
             self._done.clear()
-        from .ingest import swap
-
         applied = 0
         for meta, _old, new in ready:
             meta.summary = new

@@ -18,8 +18,6 @@ import atexit
 import contextlib
 import contextvars
 import logging
-import secrets
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, TypeVar
@@ -339,9 +337,10 @@ class GardenerSession:
 
 
 def _new_session_id() -> str:
-    """Same shape as the store's session ids (``store.db.new_session_id``), made here so a
-    session has one before (or without) a store."""
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    """The store's own id scheme; the session has its id before (or without) a store."""
+    from ..store.db import new_session_id
+
+    return new_session_id()
 
 
 def window_of(coder: Any) -> int:
