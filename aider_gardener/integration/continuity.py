@@ -254,7 +254,7 @@ class Continuity:
         else:
             line += "; next: older outputs and replies swap for summaries, then for references"
         coder.io.tool_warning(line)
-        if level == levels[0] or not top:
+        if levels[0] in crossed:  # also when one turn jumps past several levels at once
             self.auto_checkpoint(coder, "pressure")
 
 

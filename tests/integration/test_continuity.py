@@ -298,3 +298,14 @@ def test_facts_reach_the_store_table(make_coder, llm, repo):
         f.kind == "file" and f.key == "app.py"
         for f in load_facts(session.store, session.session_id)
     )
+
+
+def test_jumping_past_every_level_still_checkpoints(make_coder, llm, repo, tmp_path, capsys):
+    coder = make_coder()
+    coder.run(with_message="use httpx instead of requests")
+    keeper = coder.gardener.keeper()
+    keeper.on_pressure(coder, 90, 100)  # 0% -> 90%: both 70 and 85 crossed in one turn
+    out = capsys.readouterr()
+    assert (out.out + out.err).count("gardener: prompt at 90%") == 1
+    cps = list_checkpoints(tmp_path / "store" / "checkpoints")
+    assert [parse_checkpoint(p.read_text()).trigger for p in cps] == ["pressure"]
