@@ -71,6 +71,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.window:
         for replay in replays:
             replay.meta["max_input_tokens"] = args.window  # what if the window were smaller?
+    if args.gardener_budget:
+        for replay in replays:
+            replay.meta["gardener_budget"] = args.gardener_budget  # the trade-off, measured
     start = time.perf_counter()
 
     def progress(text: str) -> None:
@@ -120,6 +123,12 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         metavar="TOKENS",
         help="replay every file as if the model's input window were this size",
+    )
+    run.add_argument(
+        "--gardener-budget",
+        type=int,
+        metavar="TOKENS",
+        help="the gardener modes' history budget (default: theirs, a share of the window)",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     run.set_defaults(fn=cmd_run)

@@ -12,21 +12,25 @@ and the benchmark measures retrieval, not the classifier)::
 
     [<session date>] <speaker>: <text>
     [<speaker> shared a photo: <BLIP caption>]     (only for turns that carry an image)
-    (in reply to <previous speaker>: <previous text>)   (with --context 1, the default)
 
 The date is there because an Aider user recalls "what did we decide on Monday" too, and the
-image caption because it is the only text of what a shared photo showed. The previous turn is
-context: a reply ("You'll be an awesome mom!") often shares no word with a question about what
-it replies to, just as a test run's output does not repeat the command that started it. It is
-the same rule for every turn of a session; ``--context 0`` measures turns alone. Questions are
-passed verbatim; FTS5 query handling (stopwords, quoting, OR of terms) is the store's own, the
-same for every query, and so is recall's rule that a matching turn credits the turn before it
+image caption because it is the only text of what a shared photo showed. Turns go in alone and
+in order, as Aider's messages do: the store itself indexes each conversation turn with the turn
+it answers (``store/db.py``, ``CONTEXT_CLASSES``), because a reply ("You'll be an awesome mom!")
+often shares no word with a question about what it replies to. Questions are passed verbatim;
+FTS5 query handling (stopwords, quoting, OR of terms) is the store's own, the same for every
+query, and so is recall's rule that a matching turn credits the turn before it
 (``recall.REPLY_CREDIT``, applied to any conversation turns, not by this script).
 
-Other ways of writing a turn, measured (hybrid R@1 / R@5 / R@10): the above 0.414 / 0.768 /
-0.859; without the date 0.388 / 0.746 / 0.844; the date on its own last line 0.404 / 0.760 /
-0.853; two previous turns (``--context 2``) 0.364 / 0.770 / 0.873; no previous turn
-(``--context 0``) 0.370 / 0.659 / 0.756.
+Measured (hybrid R@1 / R@5 / R@10): turns alone, the store adding each turn's reply context
+(the default) 0.382 / 0.749 / 0.855. Before the store did that, this script wrote the previous
+turn into each entry itself (``--context 1``, "(in reply to <speaker>: <text>)" in the text):
+0.414 / 0.768 / 0.859, and turns alone then gave 0.370 / 0.659 / 0.756 — what every real session
+got, since Aider's messages arrive alone (on the LoCoMo replays of ``bench run``, recall@5 of the
+probes went from 0.61-0.70 to 0.72-0.80 when the store took this over). ``--context 1`` now adds
+the text on top of the store's context: 0.257 / 0.772 / 0.863. Other ways of writing a turn,
+measured with ``--context 1`` before the change: without the date 0.388 / 0.746 / 0.844; the date
+on its own last line 0.404 / 0.760 / 0.853; two previous turns 0.364 / 0.770 / 0.873.
 
 Run from the repository root: ``python -m bench.locomo_recall [--json OUT]``.
 """
@@ -102,7 +106,7 @@ def turn_text(turn: dict[str, Any], date: str, previous: list[dict[str, Any]] = 
     return text
 
 
-def load(path: Path = DEFAULT_DATA, context: int = 1) -> list[Conversation]:
+def load(path: Path = DEFAULT_DATA, context: int = 0) -> list[Conversation]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     out = []
     for sample in data:
@@ -161,7 +165,7 @@ def evaluate(store, conv: Conversation, entry_of: dict[str, str], result: Result
 
 
 def run(
-    path: Path = DEFAULT_DATA, conversations: Iterable[int] | None = None, context: int = 1
+    path: Path = DEFAULT_DATA, conversations: Iterable[int] | None = None, context: int = 0
 ) -> dict[str, Any]:
     import aider_gardener  # noqa: F401  (offline switches before anything loads)
 
@@ -247,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the report here")
     parser.add_argument("--conversation", type=int, action="append", help="index (repeatable)")
     parser.add_argument(
-        "--context", type=int, default=1, help="previous turns indexed with each turn (default 1)"
+        "--context",
+        type=int,
+        default=0,
+        help="previous turns written into each turn's text (default 0: the store adds its own)",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")

@@ -284,15 +284,18 @@ def bench_environment() -> Iterator[Path]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _gardener_args(store: Path, mode: str, vectors: bool, resume: bool = False) -> Any:
+def _gardener_args(
+    store: Path, mode: str, vectors: bool, resume: bool = False, budget: int | None = None
+) -> Any:
     """The options ``aider-gardener`` would get. Scope is ``project`` (the default): each run
     has a store of its own, so within one Aider process it equals ``session``, and a resumed
-    process can recall what the one before it stored."""
+    process can recall what the one before it stored. ``budget`` is ``--gardener-budget``
+    (None: the gardener's default share of the window)."""
     import argparse
 
     return argparse.Namespace(
         gardener_mode=GARDENER_MODES[mode],
-        gardener_budget=None,
+        gardener_budget=budget,
         gardener_store=str(store),
         gardener_scope="project",
         gardener_chroma_url=None,
@@ -442,7 +445,8 @@ class _Session(CoderDriver):
         if mode in GARDENER_MODES:
             from aider_gardener.integration.commands import GardenCommands
 
-            args = _gardener_args(store, mode, vectors, resume)
+            budget = meta.get("gardener_budget")
+            args = _gardener_args(store, mode, vectors, resume, int(budget) if budget else None)
             commands = GardenCommands(self.io, None, args=args)
         self.coder = Coder.create(
             model,

@@ -118,7 +118,7 @@ def test_schema_version_and_tables(store):
     }  # fmt: skip
     assert agreed <= columns
     chunk_cols = [r[1] for r in sql(store, "PRAGMA table_info(chunks)")]
-    assert chunk_cols == ["chunk_id", "entry_id", "n", "text", "embedded"]
+    assert chunk_cols == ["chunk_id", "entry_id", "n", "text", "embedded", "context"]
 
 
 def test_migrations_run_once_in_order(tmp_path, monkeypatch):
@@ -605,3 +605,93 @@ def test_checkpoints_run_in_the_background(store):
     assert store.read(lambda c: c.execute("PRAGMA wal_autocheckpoint").fetchone()[0]) == (
         db.WAL_AUTOCHECKPOINT_PAGES
     )
+
+
+# --- a conversation turn is indexed with the turn it answers ------------------------------------
+
+
+def test_reply_is_found_by_the_words_of_the_question_it_answers(store):
+    q = store.ingest("How did the quarterly kayaking trip go?", Source(role="user"), cls="prompt")
+    a = store.ingest("It was awesome, we loved it!", Source(role="assistant"), cls="prose")
+    other = store.ingest("Nothing much happened today.", Source(role="assistant"), cls="prose")
+    found = [eid for eid, _ in store.fts_search("kayaking", 10)]
+    assert q.id in found and a.id in found  # the reply, by its question's word
+    assert other.id not in found  # only the turn right after the question carries it
+    # The context is indexed, never shown: summary and original stay the reply itself.
+    got = store.get(a.id)
+    assert got.original == "It was awesome, we loved it!" and "kayaking" not in got.summary
+    fts_ok(store)
+
+
+def test_context_only_between_conversation_turns(store):
+    store.ingest("please run the flaky benchmark suite", Source(role="user"), cls="prompt")
+    log_entry = store.ingest("\n".join(f"step {i} ok" for i in range(40)), cls="log")
+    reply = store.ingest("All green after the rerun.", Source(role="assistant"), cls="prose")
+    contexts = dict(sql(store, "SELECT id, context FROM entries"))
+    assert contexts[log_entry.id] == ""  # a tool output is not an answer to the prompt
+    assert contexts[reply.id] == ""  # and a reply after a tool output answers no turn here
+    assert [eid for eid, _ in store.fts_search("flaky", 10)] != [reply.id]
+
+
+def test_context_is_embedded_with_the_first_chunk_only(store):
+    store.ingest("Which parser handles the legacy config files?", Source(role="user"), cls="prompt")
+    long_reply = "\n\n".join(
+        f"Paragraph {i}: " + "the parser reads sections " * 40 for i in range(8)
+    )
+    e = store.ingest(long_reply, Source(role="assistant"), cls="prose")
+    texts = {cid: text for cid, eid, text in store.pending_chunks(100) if eid == e.id}
+    assert len(texts) > 1
+    first = texts[f"{e.id}:0"]
+    assert first.endswith("(in reply to: Which parser handles the legacy config files?)")
+    assert all("(in reply to:" not in t for cid, t in texts.items() if cid != f"{e.id}:0")
+    # the excerpt recall shows is the verbatim slice, without the context
+    stored = dict(sql(store, "SELECT chunk_id, text FROM chunks WHERE entry_id = ?", (e.id,)))
+    assert "(in reply to:" not in stored[f"{e.id}:0"]
+
+
+def test_context_is_capped_and_per_session(tmp_path):
+    folder = tmp_path / "gs"
+    with Store(folder, vectors=False, session_id="s1") as s1:
+        s1.ingest("zebra " * 2000, Source(role="user"), cls="prompt")
+        with Store(folder, vectors=False, session_id="s2") as s2:
+            first = s2.ingest("A reply in a new session.", Source(role="assistant"), cls="prose")
+            assert sql(s2, "SELECT context FROM entries WHERE id = ?", (first.id,)) == [("",)]
+        reply = s1.ingest("Noted.", Source(role="assistant"), cls="prose")
+        (context,) = sql(s1, "SELECT context FROM entries WHERE id = ?", (reply.id,))[0]
+        assert context.startswith("(in reply to: zebra")
+        assert len(context) <= db.CONTEXT_CHARS + len("(in reply to: )")
+
+
+def test_v2_store_migrates_and_keeps_its_index(tmp_path):
+    """A store written by the previous release (schema 2) opens, its entries stay searchable
+    (the FTS5 index is rebuilt over the new column set) and new turns get their context."""
+    folder = tmp_path / "gs"
+    folder.mkdir()
+    conn = sqlite3.connect(folder / STORE_FILENAME)
+    for version in (1, 2):
+        for stmt in dict(db.MIGRATIONS)[version]:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO sessions(id, started, last_seen) VALUES ('old', 1.0, 1.0)")
+    conn.execute(
+        "INSERT INTO entries(id, seq, session_id, created, cls, tokens_original, tokens_summary,"
+        " ratio, priority, last_access, summary, original)"
+        " VALUES ('e_old', 1, 'old', 1.0, 'prose', 5, 5, 1.0, 40, 1.0,"
+        " 'the heron migration plan', 'the heron migration plan')"
+    )
+    conn.execute(
+        "INSERT INTO chunks(chunk_id, entry_id, n, text) VALUES ('e_old:0', 'e_old', 0,"
+        " 'the heron migration plan')"
+    )
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with Store(folder, vectors=False, session_id="new") as s:
+        assert s.degraded is None
+        assert sql(s, "PRAGMA user_version")[0][0] == SCHEMA_VERSION == 3
+        assert [eid for eid, _ in s.fts_search("heron", 5)] == ["e_old"]
+        assert ("e_old:0", "e_old", "the heron migration plan") in s.pending_chunks(10)
+        fts_ok(s)
+        s.ingest("What about the pelican rollout?", Source(role="user"), cls="prompt")
+        r = s.ingest("Scheduled for Friday.", Source(role="assistant"), cls="prose")
+        assert r.id in [eid for eid, _ in s.fts_search("pelican", 5)]
+        fts_ok(s)

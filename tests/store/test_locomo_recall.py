@@ -13,7 +13,8 @@ from bench import locomo_recall
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 GOAL_AT_5 = 0.80  # the goal for hybrid recall@5
-FLOOR_AT_5 = 0.74  # measured 0.768: a drop below this is a regression, not noise
+FLOOR_AT_5 = 0.73  # measured 0.749 (turns alone; the store adds the reply context): below is a
+# regression, not noise
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +48,9 @@ def test_hybrid_recall_at_5_floor(report):
 
 
 @pytest.mark.xfail(
-    reason="goal not reached: hybrid recall@5 measures 0.768; the fusion of these two rankers is at"
-    " a plateau (see the recall module docstring)"
+    reason="goal not reached: hybrid recall@5 measures 0.749 on turns as Aider sends them (0.768"
+    " with the reply context written into each turn by hand); the fusion of these two rankers is"
+    " at a plateau (see the recall module docstring)"
 )
 def test_hybrid_recall_at_5_goal(report):
     assert report["recall"]["hybrid"]["@5"] >= GOAL_AT_5, locomo_recall.format_table(report)
