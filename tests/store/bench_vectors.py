@@ -6,8 +6,14 @@ thread; recall p95 <= 50 ms with 10,000 entries; report peak RSS with the model 
 percentiles and RSS are stored in ``extra_info``; nothing here asserts a time.
 
 Two backlogs, because chunk length decides the cost (MiniLM reads up to 256 word pieces):
-full-size chunks of real tool outputs (~250 tokens each, the worst case), and the chunks of real
-Aider chat messages (prompts, replies, tool output), which is what a session actually queues.
+full-size chunks of real tool outputs (200-254 word pieces each, the worst case), and the chunks
+of real Aider chat messages (prompts, replies, tool output), which is what a session actually
+queues. ``truncated_share`` is the share of the word pieces the model is given that lie past
+its window, which no vector sees; ``chunk_truncated_share`` the same for the chunks alone,
+without the turn a reply's first chunk is given with (``Store.pending_chunks``). Chunks sized
+in tiktoken tokens: 0.23 / 0.23 (full-size), 0.23 / 0.13 (chat). Sized in the model's own
+pieces (``store/chunking.py``): 0 / 0 and 0.13 / 0, the rest being that appended context; the
+full-size backlog is 250 chunks instead of 164, as the whole of each is embedded.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import textwrap
 import pytest
 
 from aider_gardener.store import Store, embeddings
+from aider_gardener.store.chunking import WINDOW_PIECES, count_pieces
 from aider_gardener.store.vectors import open_index
 from aider_gardener.store.worker import EmbeddingWorker
 from aider_gardener.tokens import count_tokens
@@ -52,6 +59,8 @@ def _backlog(tmp_path, items: list[tuple[str, Source, ContentClass | None]]):
 
 def _bench_drain(benchmark, store, worker, rows) -> None:
     ids = [r[0] for r in rows]
+    # what the model is given: the chunk, and for a turn's first chunk the turn it answers
+    given = [text for _, _, text in store.pending_chunks(len(ids) + 1)]
     drained: list[int] = []
 
     def pending_again():
@@ -66,12 +75,22 @@ def _bench_drain(benchmark, store, worker, rows) -> None:
     pieces = _word_pieces([r[1] for r in rows])
     benchmark.extra_info.update(
         chunks=len(ids),
+        truncated_share=_truncated_share(given),
+        chunks_over_window=sum(1 for n in count_pieces(given) if n > WINDOW_PIECES),
+        chunk_truncated_share=_truncated_share([r[1] for r in rows]),
         chunks_per_s=round(len(ids) / median, 1),
         mean_chunk_tokens=round(sum(tokens) / len(tokens), 1),
         mean_chunk_word_pieces=round(sum(pieces) / len(pieces), 1),
         word_pieces_per_s=round(sum(pieces) / median),
         backend=embeddings.backend(),
     )
+
+
+def _truncated_share(texts: list[str]) -> float:
+    """Share of the word pieces past the model's window: never part of any vector."""
+    whole = count_pieces(texts)  # not truncated, without [CLS]/[SEP]
+    past = sum(max(0, n - WINDOW_PIECES) for n in whole)
+    return round(past / max(1, sum(whole)), 4)
 
 
 def _word_pieces(texts: list[str]) -> list[int]:
