@@ -660,6 +660,9 @@ def test_context_is_capped_and_per_session(tmp_path):
         (context,) = sql(s1, "SELECT context FROM entries WHERE id = ?", (reply.id,))[0]
         assert context.startswith("(in reply to: zebra")
         assert len(context) <= db.CONTEXT_CHARS + len("(in reply to: )")
+        (embedded,) = [t for _, eid, t in s1.pending_chunks(100) if eid == reply.id]
+        assert embedded.startswith("Noted.\n(in reply to: zebra")
+        assert len(embedded) == len("Noted.\n") + db.EMBED_CONTEXT_CHARS
 
 
 def test_v2_store_migrates_and_keeps_its_index(tmp_path):
