@@ -225,8 +225,9 @@ def _table(result: Result) -> dict[str, dict[str, float]]:
 
 def format_table(report: dict[str, Any]) -> str:
     lines = [
-        f"LoCoMo recall, {report['questions']} questions with evidence, previous turns as"
-        f" context: {report['context_turns']} ({report['data']})"
+        f"LoCoMo recall, {report['questions']} questions with evidence, previous turns written"
+        f" into each turn: {report['context_turns']} (the store adds the one it answers)"
+        f" ({report['data']})"
     ]
     lines.append(f"{'mode':<8} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'ms/query':>9}")
     for mode in MODES:
