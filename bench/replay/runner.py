@@ -487,9 +487,11 @@ class _Session(CoderDriver):
         session = getattr(self.coder, "gardener", None)
         if session is not None:
             session.close()
-        for attr in ("summarizer_thread",):
-            thread = getattr(self.coder, attr, None)
-            if thread is not None:
+        # Every coder of the session may have left one running, not only the current coder: a
+        # mode switch (``/architect``, ``/ask``) summarizes in the coder it leaves. A thread
+        # still running after the replay would send its request to the next run's stub.
+        for thread in threading.enumerate():
+            if "summarize_worker" in thread.name and thread is not threading.current_thread():
                 thread.join(timeout=30)
 
 

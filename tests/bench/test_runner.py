@@ -281,3 +281,25 @@ def test_the_clock_leaves_store_opening_out_of_the_turn(monkeypatch, tmp_path):
     assert len(clock.opens) == 1 and clock.opens[0] >= 200
     assert 50 <= clock.turn_ms < clock.opens[0]  # the step's own work, without the opening
     assert (GardenerSession.attempt, GardenerSession.open_store) == originals  # restored
+
+
+def test_closing_a_session_waits_for_every_coders_summarizer(monkeypatch):
+    """A mode switch leaves the old coder's summarizer running; its request must land in this
+    run, not in the next mode's stub (that once counted a plain-Aider summary as the gardener's)."""
+    import threading
+    import time
+    import types
+
+    from bench.replay import runner
+
+    done: list[str] = []
+
+    def summarize_worker():  # Aider's thread target; Python names the thread after it
+        time.sleep(0.3)
+        done.append("summarized")
+
+    thread = threading.Thread(target=summarize_worker)
+    thread.start()
+    current_coder = types.SimpleNamespace(summarizer_thread=None)
+    runner._Session.close(types.SimpleNamespace(closed=False, coder=current_coder))
+    assert done == ["summarized"] and not thread.is_alive()
