@@ -23,7 +23,7 @@ query, and so is recall's rule that a matching turn credits the turn before it
 (``recall.REPLY_CREDIT``, applied to any conversation turns, not by this script).
 
 Measured (hybrid R@1 / R@5 / R@10): turns alone, the store adding each turn's reply context
-(the default) 0.382 / 0.749 / 0.855. Before the store did that, this script wrote the previous
+(the default) 0.384 / 0.751 / 0.853. Before the store did that, this script wrote the previous
 turn into each entry itself (``--context 1``, "(in reply to <speaker>: <text>)" in the text):
 0.414 / 0.768 / 0.859, and turns alone then gave 0.370 / 0.659 / 0.756 — what every real session
 got, since Aider's messages arrive alone (on the LoCoMo replays of ``bench run``, recall@5 of the

@@ -86,7 +86,7 @@ FTS_WEIGHTS = (1.0, 0.75, 2.0, 0.5, 1.0)  # original, summary, path, terms, cont
 # what recall shows) together with the turn it answers: a reply often shares no word with a
 # question about what it replies to ("It was awesome!" after "how was the concert?"), and a
 # "yes, do that" prompt none with the proposal it accepts. Measured on LoCoMo
-# (``bench/locomo_recall.py``), turns alone: hybrid recall@5 0.659 without, 0.749 with it; on the
+# (``bench/locomo_recall.py``), turns alone: hybrid recall@5 0.659 without, 0.751 with it; on the
 # LoCoMo replays (``bench run``, real Aider sessions) probe recall@5 rose from 0.61-0.70 to
 # 0.72-0.80. That evaluation used to write the previous turn into each turn by hand (0.768); the
 # store now does it for every session. Capped so a pasted 100 kB prompt does not become every

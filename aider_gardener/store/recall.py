@@ -58,7 +58,7 @@ The figures above were measured with the evaluation writing each turn's previous
 its text. The store now indexes every conversation turn with the turn it answers itself
 (``db.CONTEXT_CLASSES``: an FTS5 column and the first chunk's embedding text, never what recall
 shows), so the evaluation passes turns alone, as Aider's messages arrive: hybrid @1/@5/@10
-0.382 / 0.749 / 0.855 (0.370 / 0.659 / 0.756 before; the reply credit still adds 0.727 -> 0.749
+0.384 / 0.751 / 0.853 (0.370 / 0.659 / 0.756 before; the reply credit still adds 0.727 -> 0.749
 at @5). Weighting that column 1.5-3x instead of 1x lowered @5 (0.737-0.741).
 
 Then two mild multipliers, documented here because they change order:
