@@ -54,26 +54,8 @@ def workspace(tmp_path, _aider_model_cache):
 
 
 def test_a_session_in_a_terminal(workspace):
-    repo, home, settings = workspace
-    env = dict(os.environ, HOME=str(home), OPENAI_API_KEY="sk-test", TERM="dumb", COLUMNS="200")
-    env.pop("AIDER_SANITY_CHECK_TURNS", None)
-    cmd = _cli() + [
-        "--model",
-        "gpt-4o",
-        "--model-settings-file",
-        str(settings),
-        "--no-gardener-vectors",
-        "--gardener-max-output",
-        "300",
-        "--yes-always",
-        "--no-pretty",
-        "--no-fancy-input",
-        "--no-show-model-warnings",
-        "--no-auto-commits",
-    ]
-    child = pexpect.spawn(
-        cmd[0], cmd[1:], cwd=str(repo), env=env, encoding="utf-8", timeout=120, dimensions=(50, 200)
-    )
+    repo = workspace[0]
+    child = _spawn(workspace, "--gardener-max-output", "300")
     try:
         child.expect("> ")
         child.sendline("what does parse do?")
