@@ -690,13 +690,7 @@ def _replay_events(replay: Replay, driver: Driver, result: SessionResult) -> Non
         kind = event["type"]
         i += 1
         if kind in ("add", "drop"):
-            path = driver.root / event["path"]
-            if "content" in event and kind == "add":
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(event["content"], encoding="utf-8")
-            verb = "read-only" if event.get("read_only") else kind
-            quoted = f'"{event["path"]}"' if " " in event["path"] else event["path"]
-            driver.line(f"/{verb} {quoted}")
+            driver.file_event(event)
             continue
         if kind not in TURN_EVENTS:
             continue

@@ -393,11 +393,24 @@ def command_name(line: str) -> str | None:
 class CoderDriver:
     """What every replay driver shares: the current coder, replaced as Aider's ``main`` loop
     replaces it on a ``SwitchCoder``, and the scripted answer of the next shell command.
-    Subclasses set ``coder``, ``io`` and ``scripted``."""
+    Subclasses set ``coder``, ``io``, ``root`` and ``scripted``."""
 
     coder: Any
     io: Any
+    root: Path
     scripted: tuple[int, str] | None = None
+
+    def file_event(self, event: dict) -> None:
+        """An ``add``/``drop`` event: write the file's recorded content into the replay's repo,
+        then the command the user typed (``/add``, ``/drop`` or ``/read-only``)."""
+        kind = event["type"]
+        path = self.root / event["path"]
+        if "content" in event and kind == "add":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(event["content"], encoding="utf-8")
+        verb = "read-only" if event.get("read_only") else kind
+        quoted = f'"{event["path"]}"' if " " in event["path"] else event["path"]
+        self.line(f"/{verb} {quoted}")
 
     def run_cmd(self, command: str, **kwargs: Any) -> tuple[int, str]:
         scripted, self.scripted = self.scripted, None
@@ -588,13 +601,7 @@ def run_replay(
             kind = event["type"]
             i += 1
             if kind in ("add", "drop"):
-                path = root / event["path"]
-                if "content" in event and kind == "add":
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(event["content"], encoding="utf-8")
-                verb = "read-only" if event.get("read_only") else kind
-                quoted = f'"{event["path"]}"' if " " in event["path"] else event["path"]
-                session.line(f"/{verb} {quoted}")
+                session.file_event(event)
                 continue
             if kind == "session":
                 resume = bool(event.get("resume", True))
