@@ -16,8 +16,8 @@ and the benchmark measures retrieval, not the classifier)::
 The date is there because an Aider user recalls "what did we decide on Monday" too, and the
 image caption because it is the only text of what a shared photo showed. Turns go in alone and
 in order, as Aider's messages do: the store itself indexes each conversation turn with the turn
-it answers (``store/db.py``, ``CONTEXT_CLASSES``), because a reply ("You'll be an awesome mom!")
-often shares no word with a question about what it replies to. Questions are passed verbatim;
+it answers (``store/db.py``, ``CONVERSATION_CLASSES``), because a reply ("You'll be an awesome
+mom!") often shares no word with a question about what it replies to. Questions are passed verbatim;
 FTS5 query handling (stopwords, quoting, OR of terms) is the store's own, the same for every
 query, and so is recall's rule that a matching turn credits the turn before it
 (``recall.REPLY_CREDIT``, applied to any conversation turns, not by this script).

@@ -91,14 +91,17 @@ FTS_WEIGHTS = (1.0, 0.75, 2.0, 0.5, 1.0)  # original, summary, path, terms, cont
 # 0.72-0.80. That evaluation used to write the previous turn into each turn by hand (0.768); the
 # store now does it for every session. Capped so a pasted 100 kB prompt does not become every
 # reply's index.
-CONTEXT_CLASSES = frozenset({"prose", "prompt"})
+CONVERSATION_CLASSES = frozenset({"prose", "prompt"})  # conversation turns
 CONTEXT_CHARS = 1000
 # The embedded share is shorter: the vector of a one-line turn should stay mostly about that
 # turn, and embedding cost grows with length. On LoCoMo 400 characters recall as well as 1,000
 # (hybrid @5 0.749; 200: 0.747); on real Aider chat (the drain benchmark's messages) embedding
 # the context costs ~15 % of the drain rate at 400 and a little more at 1,000.
 EMBED_CONTEXT_CHARS = 400
-CONTEXT_WINDOW = 64  # ingests (all sessions) to look back for this session's previous turn
+# How far back (in ingests, all sessions) the previous turn of a session is looked for, here and
+# by recall's reply credit: bounds the lookup when other sessions wrote in between, or when an
+# entry is its session's first.
+PREVIOUS_TURN_WINDOW = 64
 MAX_QUERY_TERMS = 24
 _MISSING: Any = object()
 
@@ -212,9 +215,10 @@ _V2 = (
         PRIMARY KEY(session_id, id)) WITHOUT ROWID""",
 )
 
-# v3: the turn a conversation turn answers, indexed with it (see ``CONTEXT_CLASSES``). FTS5
-# cannot add a column, so the index is rebuilt over the new column set; the chunk's copy is what
-# the embedding worker appends to the text it embeds.
+# v3: the turn a conversation turn answers, indexed with it (see ``CONVERSATION_CLASSES``). FTS5
+# cannot add a column, so the index is rebuilt over the new column set. The first chunk keeps a
+# copy, which the embedding worker appends to the text it embeds: an added column sits after the
+# original and raw bytes, so reading ``entries.context`` in the queue would read every row whole.
 _V3 = (
     "ALTER TABLE entries ADD COLUMN context TEXT NOT NULL DEFAULT ''",
     "ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT ''",
@@ -946,16 +950,16 @@ class Store:
     def _context(self, c: sqlite3.Connection, cls: str) -> str:
         """The turn this conversation turn answers: this session's previous entry, when both
         are conversation turns (a test run ingested just before a reply is not what it answers),
-        as ``(in reply to: …)``; '' otherwise. See ``CONTEXT_CLASSES``."""
-        if cls not in CONTEXT_CLASSES:
+        as ``(in reply to: …)``; '' otherwise. See ``CONVERSATION_CLASSES``."""
+        if cls not in CONVERSATION_CLASSES:
             return ""
         row = c.execute(
             "SELECT cls, substr(original, 1, ?) FROM entries"
             " WHERE session_id = ? AND seq > (SELECT coalesce(max(seq), 0) FROM entries) - ?"
             " ORDER BY seq DESC LIMIT 1",
-            (CONTEXT_CHARS, self.session_id, CONTEXT_WINDOW),
+            (CONTEXT_CHARS, self.session_id, PREVIOUS_TURN_WINDOW),
         ).fetchone()
-        if row is None or row[0] not in CONTEXT_CLASSES or not (row[1] or "").strip():
+        if row is None or row[0] not in CONVERSATION_CLASSES or not (row[1] or "").strip():
             return ""
         return f"(in reply to: {row[1].strip()})"
 

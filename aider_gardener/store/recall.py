@@ -56,7 +56,7 @@ ranker (a cross-encoder, a larger embedding model), not a different mix of these
 
 The figures above were measured with the evaluation writing each turn's previous turn into
 its text. The store now indexes every conversation turn with the turn it answers itself
-(``db.CONTEXT_CLASSES``: an FTS5 column and the first chunk's embedding text, never what recall
+(``db.CONVERSATION_CLASSES``: an FTS5 column and the first chunk's embedding text, never what recall
 shows), so the evaluation passes turns alone, as Aider's messages arrive: hybrid @1/@5/@10
 0.384 / 0.751 / 0.853 (0.370 / 0.659 / 0.756 before; the reply credit still adds 0.727 -> 0.749
 at @5). Weighting that column 1.5-3x instead of 1x lowered @5 (0.737-0.741).
@@ -83,6 +83,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .db import CONVERSATION_CLASSES, PREVIOUS_TURN_WINDOW
+
 log = logging.getLogger(__name__)
 
 RRF_K = 5
@@ -95,10 +97,8 @@ RECENCY_HALF_LIFE = 86400.0  # a day
 CANDIDATES = 50  # per ranker, before fusion; also the floor for large limits
 CHUNKS_PER_CANDIDATE = 2  # several chunks of one entry can crowd the vector list
 REPLY_CREDIT = 0.3  # share of an entry's fused score credited to the entry before it
-REPLY_CLASSES = frozenset({"prose", "prompt"})  # conversation turns: credit flows among these
-# How far back (in ingests, all sessions) the previous turn of a session is looked for: bounds
-# the lookup when other sessions wrote in between, or when an entry is its session's first.
-REPLY_WINDOW = 64
+# Credit flows among conversation turns, and "the turn before" is found within the window the
+# store uses to index each turn with the turn it answers: one definition of both, in the store.
 
 MODES = ("hybrid", "fts", "vector")
 
@@ -227,7 +227,7 @@ def _credit_previous(
     the module docstring); in place. Without the store's ``read`` (a stand-in) nothing changes."""
     if REPLY_CREDIT <= 0 or not scores:
         return
-    turns = [eid for eid in scores if str(entries[eid].cls) in REPLY_CLASSES]
+    turns = [eid for eid in scores if str(entries[eid].cls) in CONVERSATION_CLASSES]
     previous = _previous_entries(store, turns) if turns else {}
     if not previous:
         return
@@ -239,7 +239,7 @@ def _credit_previous(
         entries.update(more)
     credit: dict[str, float] = {}
     for eid, prev in previous.items():
-        if prev in entries and str(entries[prev].cls) in REPLY_CLASSES:
+        if prev in entries and str(entries[prev].cls) in CONVERSATION_CLASSES:
             credit[prev] = credit.get(prev, 0.0) + REPLY_CREDIT * scores[eid]
     for eid, extra in credit.items():
         scores[eid] = scores.get(eid, 0.0) + extra
@@ -257,7 +257,7 @@ def _previous_entries(store: Any, ids: list[str]) -> dict[str, str]:
         f" FROM entries e WHERE e.id IN ({marks})"
     )
     try:
-        rows = store.read(lambda c: c.execute(sql, (REPLY_WINDOW, *ids)).fetchall())
+        rows = store.read(lambda c: c.execute(sql, (PREVIOUS_TURN_WINDOW, *ids)).fetchall())
     except Exception as err:  # noqa: BLE001 - a missing credit only loses a nudge
         log.debug("gardener: reading neighbour entries failed: %s", err)
         return {}
