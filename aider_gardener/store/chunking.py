@@ -163,12 +163,10 @@ class _PieceCounter:
     Other text (non-ASCII, control characters) goes through the whole tokenizer."""
 
     def __init__(self) -> None:
-        from tokenizers import Tokenizer
-
-        from .embeddings import model_path
+        from .embeddings import load_tokenizer, model_path
 
         path = model_path() / "tokenizer.json"
-        self.tokenizer: Any = Tokenizer.from_file(str(path))
+        self.tokenizer: Any = load_tokenizer()
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
         # without offsets, ~30 % faster; older tokenizers lack it

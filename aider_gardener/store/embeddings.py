@@ -401,7 +401,9 @@ def mean_pool(hidden: Any, mask: Any):
     return mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)
 
 
-def _tokenizer() -> Any:
+def load_tokenizer() -> Any:
+    """A new instance of the model's own fast tokenizer, from the installed package (no torch,
+    no hub). Each user configures its own: the embedder pads and truncates, the chunker counts."""
     from tokenizers import Tokenizer
 
     return Tokenizer.from_file(str(model_path() / "tokenizer.json"))
@@ -413,7 +415,7 @@ class TorchEncoder(_Encoder):
     def __init__(self, bert: Any, bf16: bool, max_seq_length: int) -> None:
         self.bert = bert
         self.bf16 = bf16
-        super().__init__(_tokenizer(), max_seq_length)
+        super().__init__(load_tokenizer(), max_seq_length)
 
     def forward(self, ids: Any, mask: Any) -> Any:
         import torch
@@ -453,7 +455,7 @@ class OnnxEncoder(_Encoder):
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3  # warnings about unused initializers are noise here
         session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        encoder = cls(session, _tokenizer(), _env_int(MAX_SEQ_ENV, 0) or _model_max_seq())
+        encoder = cls(session, load_tokenizer(), _env_int(MAX_SEQ_ENV, 0) or _model_max_seq())
         if exported:
             try:
                 _check_export(encoder)
