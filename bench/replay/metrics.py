@@ -11,6 +11,12 @@ are the strict ones. ``probe_phases`` splits them by where a continuity replay a
 (after a ``/soft-restart``, after a resumed session), ``probe_kinds`` by the probes' ``kind``.
 Gardener time per turn leaves out opening the store, reported once per Aider process as
 ``gardener_open_ms``.
+
+A mode that overflows is refused, and a refused request is not billed, so ``prompt_tokens_total``
+can make the mode that fails look cheap: ``prompt_tokens_common`` bills only the turns every mode
+of the replay answered, the cost of the same work. ``totals`` sums the replays for the overall
+claim; its gardener percentiles are taken over every turn of every replay, because a mean of
+per-replay percentiles weighs a 3-turn replay like a 300-turn one.
 """
 
 from __future__ import annotations
@@ -121,12 +127,89 @@ def mode_figures(run: ModeRun) -> dict[str, Any]:
     return figures
 
 
+def answered_turns(run: ModeRun) -> set[int]:
+    """Turns on which the run made at least one main request that was not refused."""
+    return {r.turn for r in run.requests if r.kind == "main" and not r.overflow}
+
+
+def common_turns(runs: Iterable[ModeRun]) -> set[int]:
+    """Turns every run answered (one run: its own answered turns; none: no turns)."""
+    sets = [answered_turns(run) for run in runs]
+    return set.intersection(*sets) if sets else set()
+
+
+def billed_on(run: ModeRun, turns: set[int]) -> int:
+    """Billed tokens of ``turns`` only: answered main requests and summary requests."""
+    return sum(
+        r.tokens
+        for r in run.requests
+        if r.turn in turns and (r.kind == "summary" or (r.kind == "main" and not r.overflow))
+    )
+
+
+SUMMED = (
+    "prompt_tokens_total",
+    "prompt_tokens_main",
+    "prompt_tokens_common",
+    "requests",
+    "overflows",
+    "llm_summary_calls",
+    "llm_summary_input_tokens",
+)
+PROBE_TOTALS = (
+    "probe_in_prompt",
+    "probe_in_recall5",
+    "probe_in_prompt_or_recall5",
+    "probe_in_prompt_verbatim",
+    "probe_in_recall5_verbatim",
+    "probe_in_prompt_or_recall5_verbatim",
+    "probe_long",
+)
+
+
+def mode_totals(runs: list[ModeRun], figures: list[dict[str, Any]]) -> dict[str, Any]:
+    """One mode over several replays (``figures[i]`` is ``runs[i]``'s): sums, the highest peak,
+    and gardener percentiles pooled over every turn."""
+    pooled = [ms for run in runs for ms in run.gardener_ms]
+    totals: dict[str, Any] = {"replays": len(runs)}
+    totals.update({key: sum(int(f.get(key, 0)) for f in figures) for key in SUMMED})
+    totals["common_turns"] = sum(int(f.get("common_turns", 0)) for f in figures)
+    totals["prompt_tokens_peak"] = max((int(f["prompt_tokens_peak"]) for f in figures), default=0)
+    totals["gardener_ms_p50"] = round(percentile(pooled, 50), 2)
+    totals["gardener_ms_p95"] = round(percentile(pooled, 95), 2)
+    totals["wall_s"] = round(sum(run.wall_s for run in runs), 2)
+    for key in PROBE_TOTALS:
+        totals[key] = _ratio(
+            sum(f[key]["hit"] for f in figures if key in f),
+            sum(f[key]["n"] for f in figures if key in f),
+        )
+    return totals
+
+
 def report_json(runs: Iterable[ModeRun]) -> dict[str, Any]:
-    """``{"replays": {NAME: {"meta": {...}, "modes": {MODE: {...}}}}}``."""
+    """``{"replays": {NAME: {"meta": {...}, "modes": {MODE: {...}}}}}``, and with two or more
+    replays ``"totals": {"replays": N, "modes": {MODE: {...}}}``."""
+    grouped: dict[str, dict[str, ModeRun]] = {}
     out: dict[str, Any] = {"replays": {}}
     for run in runs:
         entry = out["replays"].setdefault(
             run.replay, {"meta": {"model": run.model, "max_input_tokens": run.window}, "modes": {}}
         )
         entry["modes"][run.mode] = mode_figures(run)
+        grouped.setdefault(run.replay, {})[run.mode] = run
+    by_mode: dict[str, tuple[list[ModeRun], list[dict[str, Any]]]] = {}
+    for name, mode_runs in grouped.items():
+        common = common_turns(mode_runs.values())
+        for mode, run in mode_runs.items():
+            figures = out["replays"][name]["modes"][mode]
+            figures["prompt_tokens_common"] = billed_on(run, common)
+            figures["common_turns"] = len(common)
+            runs_of, figures_of = by_mode.setdefault(mode, ([], []))
+            runs_of.append(run)
+            figures_of.append(figures)
+    if len(grouped) >= 2:
+        out["totals"] = {
+            "replays": len(grouped),
+            "modes": {mode: mode_totals(*pair) for mode, pair in by_mode.items()},
+        }
     return out

@@ -2,6 +2,7 @@
 
 The table shows each replay's modes as columns, with each figure's ratio to plain ``aider``
 underneath, because the claim to check is relative ("≥ 50% fewer prompt tokens than aider").
+With two or more replays a last table sums them, since the claim is about the whole set.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Any
 
 ROWS = (
     ("prompt tokens billed", "prompt_tokens_total", True),
+    ("billed, turns all answered", "prompt_tokens_common", True),
+    ("  turns all answered", "common_turns", False),
     ("peak prompt", "prompt_tokens_peak", True),
     ("requests", "requests", False),
     ("overflows", "overflows", False),
@@ -34,6 +37,8 @@ PHASE_ROWS = (
     ("  after resume", "after-resume"),
     ("  after a new session", "after-new-session"),
 )
+# store opening is once per Aider process: a sum over replays says nothing about it
+NOT_IN_TOTALS = {"gardener_open_ms"}
 BASELINE = "aider"
 MAX_MODE_COLUMNS = 5
 
@@ -51,47 +56,79 @@ def _ratio(value: float, base: float) -> str:
 
 
 _NONE = {"hit": 0, "n": 0}
+MISSING = "–"
 
 
 def _frac(fig: dict[str, int]) -> str:
     if not fig["n"]:
-        return "–"
+        return MISSING
     return f"{fig['hit']}/{fig['n']} ({100 * fig['hit'] / fig['n']:.0f}%)"
 
 
-def build_tables(report: dict[str, Any]) -> list[Any]:
+def _cell(fig: dict[str, Any], base: dict[str, Any] | None, key: str, with_ratio: bool) -> str:
+    """A figure (``–`` when a report written before it existed lacks it), with its ratio to
+    the baseline's when both have it."""
+    if key not in fig:
+        return MISSING
+    cell = _num(fig[key])
+    if with_ratio and base is not None and key in base:
+        cell += _ratio(fig[key], base[key])
+    return cell
+
+
+def build_table(
+    title: str,
+    modes: dict[str, dict[str, Any]],
+    rows: tuple[tuple[str, str, bool], ...] = ROWS,
+    headers: dict[str, str] | None = None,
+) -> Any:
+    """One table: a column per mode of ``{mode: figures}`` (headed ``headers[mode]`` if
+    given), the figures of ``rows``, the probe rows, and the phase rows that were asked."""
     from rich.table import Table
 
+    table = Table(title=title, title_justify="left")
+    table.add_column("")
+    for mode in modes:
+        table.add_column((headers or {}).get(mode, mode), justify="right")
+    base = modes.get(BASELINE)
+    for label, key, with_ratio in rows:
+        table.add_row(label, *[_cell(fig, base, key, with_ratio) for fig in modes.values()])
+    for label, key in PROBE_ROWS:
+        table.add_row(label, *[_frac(fig.get(key, _NONE)) for fig in modes.values()])
+    for label, phase in PHASE_ROWS:
+        cells = [
+            fig.get("probe_phases", {}).get(phase, {}).get("probe_in_prompt_or_recall5")
+            for fig in modes.values()
+        ]
+        if any(cells):
+            table.add_row(label, *[_frac(c or _NONE) for c in cells])
+    return table
+
+
+def totals_table(totals: dict[str, Any]) -> Any:
+    """The sums over every replay; a mode that ran fewer replays than the report has says how
+    many in its header, since its sums are then not comparable."""
+    n = totals["replays"]
+    modes = totals["modes"]
+    headers = {
+        mode: f"{mode} ({fig['replays']} replays)"
+        for mode, fig in modes.items()
+        if fig.get("replays", n) != n
+    }
+    rows = tuple(row for row in ROWS if row[1] not in NOT_IN_TOTALS)
+    title = f"all {n} replays (sums; peak = the highest, gardener ms over every turn)"
+    return build_table(title, modes, rows, headers)
+
+
+def build_tables(report: dict[str, Any]) -> list[Any]:
+    """A table per replay, then the totals table when the report has one."""
     tables = []
     for name, entry in report["replays"].items():
-        modes = entry["modes"]
         meta = entry.get("meta", {})
-        table = Table(
-            title=f"{name} ({meta.get('model', '?')}, window {meta.get('max_input_tokens', 0):,})",
-            title_justify="left",
-        )
-        table.add_column("")
-        for mode in modes:
-            table.add_column(mode, justify="right")
-        base = modes.get(BASELINE)
-        for label, key, with_ratio in ROWS:
-            cells = []
-            for fig in modes.values():
-                cell = _num(fig.get(key, 0))
-                if with_ratio and base is not None:
-                    cell += _ratio(fig[key], base[key])
-                cells.append(cell)
-            table.add_row(label, *cells)
-        for label, key in PROBE_ROWS:
-            table.add_row(label, *[_frac(fig.get(key, _NONE)) for fig in modes.values()])
-        for label, phase in PHASE_ROWS:
-            cells = [
-                fig.get("probe_phases", {}).get(phase, {}).get("probe_in_prompt_or_recall5")
-                for fig in modes.values()
-            ]
-            if any(cells):
-                table.add_row(label, *[_frac(c or _NONE) for c in cells])
-        tables.append(table)
+        title = f"{name} ({meta.get('model', '?')}, window {meta.get('max_input_tokens', 0):,})"
+        tables.append(build_table(title, entry["modes"]))
+    if report.get("totals"):
+        tables.append(totals_table(report["totals"]))
     return tables
 
 
@@ -104,9 +141,11 @@ def print_report(report: dict[str, Any], console: Any = None) -> None:
     for table in build_tables(report):
         console.print(table)
     console.print(
-        "Billed = every answered request (the model's and Aider's summarizer's); recall for the"
-        " aider modes counts as a miss (they have none). Probes match loosely (every content"
-        " word of the answer in one message or hit) in every mode; 'verbatim only' is strict."
+        "Billed = every answered request (the model's and Aider's summarizer's); 'billed, turns"
+        " all answered' bills only the turns every mode answered (none refused for the window),"
+        " the cost of the same work. Recall for the aider modes counts as a miss (they have none)."
+        " Probes match loosely (every content word of the answer in one message or hit) in"
+        " every mode; 'verbatim only' is strict."
     )
 
 

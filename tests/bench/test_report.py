@@ -275,3 +275,86 @@ def test_continuity_replay_edits_apply_and_probes_follow_each_reset():
     for answer in answers:
         assert answer in before, answer  # said before the reset …
         assert answer not in after, answer  # … and never repeated after it
+
+
+def rendered(table_or_report) -> str:
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, width=250)
+    if isinstance(table_or_report, dict):
+        print_report(table_or_report, console)
+    else:
+        console.print(table_or_report)
+    return out.getvalue()
+
+
+def row_after(text: str, label: str, offset: int = 1) -> str:
+    """The row ``offset`` rows under the first row labelled ``label``."""
+    lines = text.splitlines()
+    index = next(i for i, line in enumerate(lines) if f" {label} " in line)
+    return lines[index + offset]
+
+
+def two_replays() -> list[ModeRun]:
+    from tests.bench.test_metrics import make_run
+
+    return [
+        make_run("one", "aider", {1: 100, 2: 200}, {2: 300}),
+        make_run("one", "gardener", {1: 50, 2: 100}, {2: 300}),
+        make_run("two", "aider", {1: 1000, 2: 1000, 3: 1800}, {2: 300}),
+        make_run("two", "gardener", {1: 100, 2: 100, 3: 600}, {2: 300}),
+    ]
+
+
+def test_common_row_sits_under_billed_with_its_ratio():
+    from tests.bench.test_metrics import make_run
+
+    report = report_json(
+        [make_run("r", "aider", {1: 100, 2: 1500}), make_run("r", "gardener", {1: 40, 2: 900})]
+    )
+    row = row_after(rendered(report), "prompt tokens billed")
+    assert "billed, turns all answered" in row
+    assert "40 (0.40×)" in row and "100 (1.00×)" in row  # billed alone says 940 (9.40×)
+    assert "turns all answered" in rendered(report).split("Billed =")[1]  # footnote says why
+
+
+def test_totals_table_only_for_two_or_more_replays_and_with_ratios():
+    from bench.replay.report import build_tables
+
+    runs = two_replays()
+    one = report_json(runs[:2])
+    assert len(build_tables(one)) == 1 and "all 1 replays" not in rendered(one)
+    report = report_json(runs)
+    tables = build_tables(report)
+    assert len(tables) == 3
+    totals = rendered(tables[-1])
+    assert "all 2 replays" in totals and "all 2 replays" not in rendered(tables[0])
+    # billed: aider 600 + 2,300, gardener 450 + 1,100 (per replay 0.75× and 0.48×)
+    billed = row_after(totals, "prompt tokens billed", 0)
+    assert "2,900 (1.00×)" in billed and "1,550 (0.53×)" in billed
+    # turn 3 of "two" was refused to aider, so gardener's 600 there is left out
+    common = row_after(totals, "prompt tokens billed")
+    assert "2,900 (1.00×)" in common and "950 (0.33×)" in common
+    turns = [cell.strip() for cell in row_after(totals, "prompt tokens billed", 2).split("│")]
+    assert turns[1:4] == ["turns all answered", "4", "4"]  # turns 1-2 of each replay
+    assert "store open ms" not in totals and "store open ms" in rendered(tables[0])
+    assert rendered(report).count("│ billed, turns all answered") == 3  # one row per table
+
+
+def test_totals_header_says_when_a_mode_ran_fewer_replays():
+    from tests.bench.test_metrics import make_run
+
+    runs = two_replays() + [make_run("one", "gardener-evict", {1: 5})]
+    text = rendered(report_json(runs))
+    assert "gardener-evict (1 replays)" in text and "gardener (2 replays)" not in text
+
+
+def test_old_json_without_common_figures_still_prints():
+    report = report_json(two_replays())
+    for entry in report["replays"].values():
+        for fig in entry["modes"].values():
+            del fig["prompt_tokens_common"], fig["common_turns"]
+    del report["totals"]
+    row = row_after(rendered(report), "prompt tokens billed")
+    assert "billed, turns all answered" in row and "–" in row and "×" not in row
