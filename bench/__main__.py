@@ -128,7 +128,7 @@ def parser() -> argparse.ArgumentParser:
         "--gardener-budget",
         type=int,
         metavar="TOKENS",
-        help="the gardener modes' history budget (default: theirs, a share of the window)",
+        help="the gardener modes' history budget (default: theirs, Aider's history budget)",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     run.set_defaults(fn=cmd_run)

@@ -21,7 +21,8 @@ class GardenerConfig:
     """What the gardener was asked to do. Defaults are what ``aider-gardener`` runs with.
 
     budget: history tokens (done + current messages) above which priority eviction starts; None
-        means ``BUDGET_SHARE`` of the model's input window.
+        means Aider's own history budget (``--max-chat-history-tokens``, else the model's
+        ``max_chat_history_tokens``), the point where Aider would have summarized.
     max_output: ``/run``, ``/test``, ``/web`` and lint output above this many tokens enters the
         chat already compressed (the full text is in the store).
     rag_tokens: the most tokens session RAG may add to one request.
@@ -124,8 +125,8 @@ def add_gardener_group(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         "--gardener-budget",
         type=_positive_int,
         metavar="TOKENS",
-        help="Chat history token budget before priority eviction (default: a share of the"
-        " model's input window)",
+        help="Chat history token budget before priority eviction (default: Aider's own,"
+        " --max-chat-history-tokens or 1/16 of the model's input window up to 8k)",
     )
     group.add_argument(
         "--gardener-store",

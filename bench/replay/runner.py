@@ -290,7 +290,7 @@ def _gardener_args(
     """The options ``aider-gardener`` would get. Scope is ``project`` (the default): each run
     has a store of its own, so within one Aider process it equals ``session``, and a resumed
     process can recall what the one before it stored. ``budget`` is ``--gardener-budget``
-    (None: the gardener's default share of the window)."""
+    (None: the gardener's default, Aider's history budget)."""
     import argparse
 
     return argparse.Namespace(

@@ -251,3 +251,21 @@ def test_eviction_properties(make_coder, pairs, budget, recent, hard):
                 meta.turn,
                 session.turn,
             )
+
+
+def test_default_budget_is_aiders_own_history_budget(make_coder, llm):
+    """No --gardener-budget: history gets what Aider's summarizer would have allowed (1/16 of
+    gpt-4o's 128k window), and --max-chat-history-tokens moves it."""
+    from aider.models import Model
+
+    coder = make_coder("ask", state_tokens=0)
+    session = coder.gardener
+    assert Model("gpt-4o").max_chat_history_tokens == 128_000 / 16
+    assert session.budget(coder) == 8000
+    coder.summarizer.max_tokens = 3000  # what aider --max-chat-history-tokens 3000 sets
+    assert session.budget(coder) == 3000
+    coder.summarizer.max_tokens = 100  # never below the gardener's floor
+    assert session.budget(coder) == 2048
+    explicit = make_coder("ask", state_tokens=0, budget=5000)
+    explicit.summarizer.max_tokens = 3000
+    assert explicit.gardener.budget(explicit) == 5000
