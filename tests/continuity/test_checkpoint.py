@@ -176,7 +176,7 @@ def test_round_trip_is_stable_and_rebuilds_facts():
     history = [f for f in facts.find("file", "src/client.py", live=False) if not f.live]
     assert [f.detail["commit"] for f in history] == ["a1b2c3d"]
     assert facts.find("file", "README.md")[0].detail == {"op": "read-only"}
-    (fixed, error) = facts.find("error")
+    fixed, error = facts.find("error")
     assert fixed.status == "resolved" and fixed.text == "error[E0432]: unresolved import `foo`"
     assert error.text == "tests/test_client.py::test_retry FAILED - AssertionError: 3 != 2"
     assert error.detail == {"command": "pytest -q"} and error.entry_id == "e1a2"
