@@ -26,14 +26,18 @@ def _replay_paths(paths: list[str]) -> tuple[list[Path], list[Path]]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from bench.replay.format import save
+    from bench.replay.format import ReplayFormatError, save
     from bench.replay.importers import IMPORTERS
 
     src = Path(args.src)
     if not src.exists():
         print(f"bench import: {src} does not exist", file=sys.stderr)
         return 2
-    replays = IMPORTERS[args.kind](src)
+    try:
+        replays = IMPORTERS[args.kind](src)
+    except ReplayFormatError as err:  # a malformed source: one line, not a traceback
+        print(f"bench import: {err}", file=sys.stderr)
+        return 2
     out = Path(args.output)
     for replay in replays:
         path = save(replay, out / f"{replay.name}.jsonl")

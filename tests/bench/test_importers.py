@@ -1,4 +1,4 @@
-"""Both importers on small synthetic inputs (the traps of each format), and on the real shared
+"""The importers on small synthetic inputs (the traps of each format), and on the real shared
 data when it is present."""
 
 from __future__ import annotations
@@ -7,9 +7,11 @@ import json
 from collections import Counter
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench.__main__ import main
-from bench.replay.format import load, validate
+from bench.replay.format import ReplayFormatError, load, save, validate
 from bench.replay.importers.aider_history import (
     import_path,
     import_text,
@@ -19,6 +21,10 @@ from bench.replay.importers.aider_history import (
 )
 from bench.replay.importers.locomo import conversation_replay, import_data
 from bench.replay.importers.locomo import import_path as import_locomo
+from bench.replay.importers.longmemeval import entry_replay
+from bench.replay.importers.longmemeval import import_data as import_longmemeval_data
+from bench.replay.importers.longmemeval import import_path as import_longmemeval
+from bench.replay.matching import loose
 
 HISTORY = """
 # aider chat started at 2025-01-02 10:00:00
@@ -421,3 +427,224 @@ Done, it is blue now.
         "make it blue",
     ]
     assert split_inputs("/ask why\nbecause") == ["/ask why\nbecause"]  # the question goes on
+
+
+# -- LongMemEval ---------------------------------------------------------------------------------
+
+
+def _lme_entry() -> dict:
+    """Three sessions listed out of date order; the second opens with the assistant."""
+    return {
+        "question_id": "q-test",
+        "question_type": "knowledge-update",
+        "question_date": "2023/05/09 (Tue) 12:00",
+        "questions": ["Where do I live now?", "Which book was suggested?", "Lost session?"],
+        "answers": ["Lisbon", "Dune", "nothing"],
+        "answer_session_ids": [["s-b"], ["s-c", "s-a"], ["s-gone"]],
+        "haystack_dates": [
+            "2023/05/02 (Tue) 09:00",
+            "2023/05/01 (Mon) 10:00",
+            "2023/05/03 (Wed) 08:00",
+        ],
+        "haystack_session_ids": ["s-b", "s-a", "s-c"],
+        "haystack_sessions": [
+            [
+                {"role": "assistant", "content": "Welcome back."},
+                {"role": "user", "content": "I moved to Lisbon.", "has_answer": True},
+                {"role": "user", "content": "It is sunny here."},
+                {"role": "assistant", "content": "Nice."},
+            ],
+            [
+                {"role": "user", "content": "Hello  "},
+                {"role": "assistant", "content": "Hi."},
+                {"role": "assistant", "content": "How can I help?"},
+                {"role": "user", "content": "   "},
+                {"role": "user", "content": "/etc/hosts looks wrong"},
+                {"role": "assistant", "content": "Let us look."},
+            ],
+            [
+                {"role": "user", "content": "A good book?"},
+                {"role": "assistant", "content": "Try Dune."},
+            ],
+        ],
+    }
+
+
+def test_longmemeval_sessions_in_date_order_with_headers_and_joins():
+    (replay,) = import_longmemeval_data([_lme_entry()])
+    assert replay.name == "longmemeval-q-test" and replay.meta["edit_format"] == "ask"
+    assert replay.meta["model"] == "gpt-4o" and replay.meta["max_input_tokens"] == 128000
+    assert "q-test" in replay.meta["source"] and "knowledge-update" in replay.meta["notes"]
+    turns = [e for e in replay.events if e["type"] != "probe"]
+    assert [(e["type"], e["content"]) for e in turns] == [
+        ("user", "[Session 1, 2023/05/01 (Mon) 10:00]\nHello  "),  # content kept exactly
+        ("assistant", "Hi.\n\nHow can I help?"),  # consecutive replies joined
+        # would be a command at Aider's prompt without its header; the empty turn is skipped
+        ("user", "[Session 1, 2023/05/01 (Mon) 10:00]\n/etc/hosts looks wrong"),
+        ("assistant", "Let us look."),
+        ("user", "[Session 2, 2023/05/02 (Tue) 09:00]"),  # the assistant opened session 2
+        ("assistant", "Welcome back."),
+        ("user", "I moved to Lisbon.\n\nIt is sunny here."),
+        ("assistant", "Nice."),
+        ("user", "[Session 3, 2023/05/03 (Wed) 08:00]\nA good book?"),
+        ("assistant", "Try Dune."),
+    ]
+    assert validate(replay.all_events()) == []
+
+
+def test_longmemeval_probes_point_at_the_evidence_turns():
+    (replay,) = import_longmemeval_data([_lme_entry()])
+    probes = replay.probes()
+    assert [(p["question"], p["answers"], p["source_turn"], p["kind"]) for p in probes] == [
+        ("Where do I live now?", ["Lisbon", "I moved to Lisbon."], 4, "longmemeval-original"),
+        # no has_answer turn: the first turn of the earliest answer session (s-a, session 1)
+        ("Which book was suggested?", ["Dune"], 1, "longmemeval-added"),
+    ]  # the third question's session is not in the haystack
+    assert all(e["type"] == "probe" for e in replay.events[-2:])
+    users = [e["content"] for e in replay.events if e["type"] == "user"]
+    assert probes[0]["answers"][1] in users[probes[0]["source_turn"] - 1]
+    (strict,) = [entry_replay(_lme_entry(), "s", evidence=False)]
+    assert [p["answers"] for p in strict.probes()] == [["Lisbon"], ["Dune"]]
+
+
+def test_longmemeval_original_is_the_question_with_flagged_evidence():
+    entry = _lme_entry()
+    for key in ("questions", "answers", "answer_session_ids"):
+        entry[key] = entry[key][::-1]  # the original question is no longer first
+    (replay,) = import_longmemeval_data([entry])
+    kinds = {p["question"]: p["kind"] for p in replay.probes()}
+    assert kinds == {
+        "Which book was suggested?": "longmemeval-added",
+        "Where do I live now?": "longmemeval-original",
+    }
+    unflagged = _lme_entry()
+    for session in unflagged["haystack_sessions"]:
+        for turn in session:
+            turn.pop("has_answer", None)
+    (plain,) = import_longmemeval_data([unflagged])
+    assert [p["kind"] for p in plain.probes()] == ["longmemeval-original", "longmemeval-added"]
+    assert plain.probes()[0]["source_turn"] == 3  # session 2's first turn, the header-only one
+
+
+def test_longmemeval_official_layout_and_abstention():
+    entry = _lme_entry()
+    for key in ("questions", "answers", "answer_session_ids"):
+        del entry[key]
+    entry.update(question="Where do I live now?", answer="Lisbon", answer_session_ids=["s-b"])
+    (replay,) = import_longmemeval_data(entry)  # one entry, not in a list
+    assert replay.meta["source"] == "LongMemEval, question q-test"
+    assert [(p["answers"][0], p["kind"]) for p in replay.probes()] == [
+        ("Lisbon", "longmemeval-original")
+    ]
+    entry["question_id"] = "q-test_abs"
+    (abstention,) = import_longmemeval_data([entry])
+    assert abstention.probes() == [] and abstention.turns() == 5
+    del entry["question_id"]
+    names = [r.name for r in import_longmemeval_data([dict(entry, question_id="../a/b"), entry])]
+    assert names == ["longmemeval-.._a_b", "longmemeval-1"]  # file names, inside the folder
+
+
+def test_longmemeval_replay_round_trips_through_the_format(tmp_path):
+    src = tmp_path / "lme.json"
+    src.write_text(json.dumps([_lme_entry()]))
+    (replay,) = import_longmemeval(src)
+    loaded = load(save(replay, tmp_path / "out.jsonl"))
+    assert loaded.meta == replay.meta and loaded.events == replay.events
+    assert main(["import", "longmemeval", str(src), "-o", str(tmp_path / "cli")]) == 0
+    assert load(tmp_path / "cli" / "longmemeval-q-test.jsonl").probes() == replay.probes()
+
+
+def _short_dates() -> list:
+    entry = _lme_entry()
+    entry["haystack_dates"].pop()
+    return [entry]
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ('"just a string"', "expected a list"),
+        ("[1, 2", "not a JSON file"),
+        (json.dumps([{"question_id": "x"}]), "missing 'haystack_sessions'"),
+        (json.dumps(_short_dates()), "3 haystack_sessions but 2 haystack_dates"),
+        (
+            json.dumps([dict(_lme_entry(), haystack_sessions=[[{"role": "x"}], [], []])]),
+            "session 1 is not a list",
+        ),
+        (json.dumps([dict(_lme_entry(), answers=["a"])]), "must be parallel lists"),
+    ],
+)
+def test_longmemeval_bad_input_is_one_line(tmp_path, capsys, content, expected):
+    src = tmp_path / "bad.json"
+    src.write_text(content)
+    assert main(["import", "longmemeval", str(src), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("bench import: ") and expected in err
+    assert not (tmp_path / "out").exists()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(
+        st.sampled_from(["role", "content", "haystack_sessions", "questions", "question_id"]),
+        inner,
+        max_size=4,
+    ),
+    max_leaves=20,
+)
+
+
+def _mutated(change: tuple) -> list:
+    """An entry with one field replaced by arbitrary JSON: the near misses real files have."""
+    key, value = change
+    entry = _lme_entry()
+    entry[key] = value
+    return [entry]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(
+        JSON,
+        st.tuples(st.sampled_from(sorted(_lme_entry())), JSON).map(_mutated),
+    )
+)
+def test_longmemeval_any_json_imports_or_fails_cleanly(data):
+    try:
+        replays = import_longmemeval_data(data)
+    except ReplayFormatError as err:
+        assert "\n" not in str(err)
+        return
+    for replay in replays:
+        assert validate(replay.all_events()) == [], replay.name
+
+
+def test_real_longmemeval(memory_bench_dir):
+    path = memory_bench_dir / "longmemeval_s_derived_3haystacks.json"
+    if not path.is_file():
+        pytest.skip("LongMemEval not in the shared data")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    replays = import_longmemeval(path)
+    assert len(replays) == len(data) == 3
+    for entry, replay in zip(data, replays):
+        assert validate(replay.all_events()) == [], replay.name
+        probes = replay.probes()
+        assert 8 <= len(probes) <= 9, replay.name
+        assert all(1 <= p["source_turn"] <= replay.turns() for p in probes)
+        headers = [e["content"] for e in replay.events if e["type"] == "user"]
+        headers = list(dict.fromkeys(h.split("\n", 1)[0] for h in headers if h[:9] == "[Session "))
+        dates = [h.split(", ", 1)[1].rstrip("]") for h in headers]
+        assert len(headers) == len(entry["haystack_sessions"])
+        assert dates == sorted(entry["haystack_dates"])  # this format sorts as text
+        text_of = {
+            sid: "\n".join(t["content"] for t in session)
+            for sid, session in zip(entry["haystack_session_ids"], entry["haystack_sessions"])
+        }
+        sessions_of = dict(zip(entry["questions"], entry["answer_session_ids"]))
+        found = [
+            p
+            for p in probes
+            if loose([p["answers"][0]], [text_of[s] for s in sessions_of[p["question"]]])
+        ]
+        assert found, replay.name  # an answer said in its evidence session

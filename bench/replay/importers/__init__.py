@@ -24,7 +24,14 @@ def _locomo(src: Path) -> list[Replay]:
     return import_path(src)
 
 
+def _longmemeval(src: Path) -> list[Replay]:
+    from .longmemeval import import_path
+
+    return import_path(src)
+
+
 IMPORTERS: dict[str, Callable[[Path], list[Replay]]] = {
     "aider-history": _aider_history,
     "locomo": _locomo,
+    "longmemeval": _longmemeval,
 }
