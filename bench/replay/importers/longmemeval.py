@@ -3,9 +3,10 @@
 LongMemEval's haystack is ~40 dated chat sessions between a user and an assistant, ~100k gpt-4o
 tokens in all (the derived subset: ~200 turns each): replayed in ask mode at gpt-4o's 128k window,
 plain Aider's last requests carry ~100k tokens of history, which is what the benchmark wants to
-see (``--window`` replays it as if the window were smaller). Sessions are replayed in the chronological
-order of ``haystack_dates`` (a stable sort): the files do not always list them in order, and a
-history replayed out of order would put the facts a question needs at the wrong distance. The
+see (``--window`` replays it as if the window were smaller). Sessions are replayed in the
+chronological order of ``haystack_dates`` (a stable sort): the files do not always list them
+in order, and a history replayed out of order would put the facts a question needs at the wrong
+distance. The
 first user turn of session N (its position after sorting) opens with ``[Session N, <date>]``;
 when a session opens with the assistant, a user turn holding only that header comes first.
 Consecutive turns of one role are joined; empty turns are skipped; content is kept exactly.
