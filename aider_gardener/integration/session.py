@@ -32,11 +32,12 @@ T = TypeVar("T")
 # i.e. --max-chat-history-tokens or the model's max_chat_history_tokens (1/16 of the input window,
 # at most 8k). The gardener replaces Aider's summarizer at the point Aider would have summarized,
 # and honours the flag an Aider user already knows. Measured with `python -m bench run` (session
-# 4, gpt-4o 128k): on all 323 sessions imported from the shared Aider histories, billed prompt
-# tokens 0.47 of plain Aider at this 8k (0.52 at the earlier default of 1/8 of the window, 16k),
-# with the same probes answered (94/97); the bundled replays are unchanged; on three LoCoMo
-# conversations probes at distance >= 40 fall from 0.90 to 0.82 (more of them must come back
-# through recall) while billed tokens fall from 0.96 to 0.70.
+# 4, gpt-4o 128k, so 8,000 here against 16,000 at the earlier default of 1/8 of the window): on
+# all 323 sessions imported from the shared Aider histories, billed prompt tokens 0.46 of plain
+# Aider (was 0.52) with the same probes answered (94/97); the bundled replays are unchanged but
+# for ask-research (0.84 from 0.98); on three LoCoMo conversations billed 0.63 (was 0.92) while
+# probes at distance >= 40 fall from 0.90 to 0.81, because more of them must come back through
+# recall.
 MIN_BUDGET = 2048
 AIDER_HISTORY_SHARE = 1 / 16  # Aider's own rule, for a coder built without its summarizer
 AIDER_HISTORY_MAX = 8192
