@@ -48,7 +48,7 @@ UNSAFE = re.compile(r"[^\w.-]")  # the name is a file name in the output folder:
 
 
 def _date_key(date: str) -> str:
-    """Sortable form of a LongMemEval date; an unparseable one sorts by its text."""
+    """Sortable form of a LongMemEval date; an unparsable one sorts by its text."""
     try:
         return datetime.strptime(date.strip(), DATE_FORMAT).isoformat()
     except ValueError:
