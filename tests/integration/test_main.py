@@ -27,6 +27,24 @@ def test_default_is_gardened_rag(garden, repo):
     coder.gardener.close()
 
 
+def test_budget_follows_aiders_max_chat_history_tokens(garden, repo):
+    """The gardener evicts where Aider would have summarized, so Aider's own flag sets it;
+    --gardener-budget still wins."""
+    coder = _coder("--max-chat-history-tokens", "3000", "--gardener-state-tokens", "0")
+    assert coder.gardener.budget(coder) == 3000
+    coder.gardener.close()
+    coder = _coder(
+        "--max-chat-history-tokens",
+        "3000",
+        "--gardener-budget",
+        "5000",
+        "--gardener-state-tokens",
+        "0",
+    )
+    assert coder.gardener.budget(coder) == 5000
+    coder.gardener.close()
+
+
 def test_mode_off_is_plain_aider(garden, repo):
     import aider.coders as coders
     from aider.commands import Commands
