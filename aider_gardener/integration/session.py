@@ -39,9 +39,6 @@ T = TypeVar("T")
 # probes at distance >= 40 fall from 0.90 to 0.81, because more of them must come back through
 # recall.
 MIN_BUDGET = 2048
-AIDER_HISTORY_SHARE = 1 / 16  # Aider's own rule, for a coder built without its summarizer
-AIDER_HISTORY_MAX = 8192
-DEFAULT_WINDOW = 32768
 
 _PASSIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("gardener_passive", default=False)
 
@@ -350,7 +347,8 @@ def _new_session_id() -> str:
 
 def aider_history_tokens(coder: Any) -> int:
     """The history size at which Aider would summarize: its summarizer's ``max_tokens`` (which
-    ``GardenerSummary`` keeps), else the model's ``max_chat_history_tokens``, else Aider's rule."""
+    ``GardenerSummary`` keeps), else the model's ``max_chat_history_tokens``; 0 when neither is
+    there. Aider's ``Model`` always computes the latter, so its rule is not repeated here."""
     for owner, attr in (
         (getattr(coder, "summarizer", None), "max_tokens"),
         (getattr(coder, "main_model", None), "max_chat_history_tokens"),
@@ -361,8 +359,7 @@ def aider_history_tokens(coder: Any) -> int:
             value = 0
         if value > 0:
             return value
-    window = window_of(coder) or DEFAULT_WINDOW
-    return int(min(max(window * AIDER_HISTORY_SHARE, 1024), AIDER_HISTORY_MAX))
+    return 0
 
 
 def window_of(coder: Any) -> int:
