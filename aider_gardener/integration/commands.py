@@ -16,19 +16,16 @@ reset the gardener's view of the chat but keep the store.
 from __future__ import annotations
 
 import contextlib
-import re
-from pathlib import Path
 from typing import Any
 
 from aider.commands import Commands
 
-from .ingest import swap, sync
+from .commands_continuity import ContinuityCommands
+from .commands_pressure import PressureCommands
+from .commands_recall import ENTRY_ID, RecallCommands  # noqa: F401  (re-exported)
+from .ingest import sync
 from .options import config_from_args
-from .session import GardenerSession, Hint, passive_coders
-
-ENTRY_ID = re.compile(r"^[a-z2-7]{10}$")
-RECALL_LIMIT = 5
-PREVIEW_LINES = 3
+from .session import GardenerSession, passive_coders
 
 
 @contextlib.contextmanager
@@ -55,7 +52,7 @@ def _command_outcome():
             aider_commands.run_cmd = real
 
 
-class GardenCommands(Commands):
+class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Commands):
     def __init__(self, io: Any, coder: Any, *args: Any, gardener: Any = None, **kwargs: Any):
         super().__init__(io, coder, *args, **kwargs)
         self.gardener: GardenerSession = gardener or GardenerSession(config_from_args(self.args))
@@ -227,180 +224,3 @@ class GardenCommands(Commands):
             tracker.on_files_added(added_ro, turn, read_only=True)
         if dropped:
             tracker.on_files_dropped(dropped, turn)
-
-    # -- continuity ----------------------------------------------------------------------------
-
-    def cmd_checkpoint(self, args):
-        "Save a checkpoint of the session's facts (files, errors, decisions): /checkpoint [note]"
-        session = self._active()
-        if session is None:
-            self.io.tool_error("The gardener is off in this session.")
-            return
-        from ..continuity.checkpoint import CheckpointError
-
-        keeper = session.keeper()
-        try:
-            path = keeper.checkpoint(self.coder, "manual", note=args.strip() or None)
-        except CheckpointError as err:
-            self.io.tool_error(f"Checkpoint not saved: {err}")
-            return
-        book = keeper.tracker.book
-        self.io.tool_output(
-            f"Checkpoint saved and verified: {keeper._show(path)} ({len(book)} facts)."
-        )
-
-    def cmd_soft_restart(self, args):
-        "Checkpoint, clear the chat history and continue from the checkpoint (keeps the thread)"
-        session = self._active()
-        if session is None:
-            self.io.tool_error("The gardener is off in this session; use /clear.")
-            return
-        from ..continuity.checkpoint import CheckpointError
-
-        keeper = session.keeper()
-        coder = self.coder
-        try:  # written, read back and validated: only then is the history cleared
-            path = keeper.checkpoint(coder, "soft-restart", note=args.strip() or None)
-        except (CheckpointError, OSError) as err:
-            self.io.tool_error(f"Soft restart cancelled, history kept: checkpoint failed ({err})")
-            return
-        model = coder.main_model
-        messages = coder.done_messages + coder.cur_messages
-        tokens = sum(
-            model.token_count(m["content"]) for m in messages if isinstance(m.get("content"), str)
-        )
-        super().cmd_clear("")
-        session.reset_view()  # the facts go on: the state block heads the new history
-        self.io.tool_output(
-            f"Soft restart: cleared {len(messages)} messages ({tokens:,} tokens); continuing from"
-            f" {keeper._show(path)} ({len(keeper.tracker.book)} facts in the session state)."
-        )
-
-    def cmd_resume(self, args):
-        "Load the latest checkpoint of this project (or /resume FILE) as the session state"
-        session = self._active()
-        if session is None:
-            self.io.tool_error("The gardener is off in this session.")
-            return
-        from ..continuity.checkpoint import CheckpointError, load_latest, read_checkpoint
-        from .continuity import checkpoint_folder
-
-        keeper = session.keeper()
-        coder = self.coder
-        target = args.strip()
-        try:
-            if target:
-                checkpoint = read_checkpoint(Path(target).expanduser())
-            else:
-                checkpoint = load_latest(
-                    checkpoint_folder(session, coder), warn=self.io.tool_warning
-                )
-        except (CheckpointError, OSError) as err:
-            self.io.tool_error(f"Cannot resume from {target}: {err}")
-            return
-        if checkpoint is None:
-            self.io.tool_error("No checkpoint to resume from in this project.")
-            return
-        keeper.resume(coder, checkpoint)
-
-    # -- gardener commands ---------------------------------------------------------------------
-
-    def cmd_context_pressure(self, args):
-        "Show how full the context window is, by part and by class, and what could be evicted"
-        from .report import show_pressure
-
-        show_pressure(self.coder, self.gardener, self.io)
-
-    def cmd_recall(self, args):
-        "Search what the gardener stored: /recall QUERY [--add] (--add puts originals in the chat)"
-        words = args.split()
-        add = "--add" in words
-        query = " ".join(w for w in words if w != "--add").strip()
-        if not query:
-            self.io.tool_error("Usage: /recall QUERY [--add]  (QUERY may be an entry id)")
-            return
-        store = self._store()
-        if store is None:
-            return
-        hits = self._recall(store, query, add)
-        if not hits:
-            self.io.tool_output(f"Nothing stored matches {query!r}.")
-            return
-        for hit in hits:
-            where = f"  {hit.source_path}" if hit.source_path else ""
-            self.io.tool_output(f"{hit.entry_id}  {hit.cls:<10} score {hit.score:.3f}{where}")
-            lines = [line for line in hit.text.splitlines() if line.strip()]
-            for line in lines[:PREVIEW_LINES]:
-                self.io.tool_output(f"    {line[:160]}")
-            if len(lines) > PREVIEW_LINES:
-                self.io.tool_output(f"    … {len(lines) - PREVIEW_LINES} more lines")
-        if add:
-            self._add_recalled(hits)
-
-    def _recall(self, store: Any, query: str, full: bool) -> list:
-        if ENTRY_ID.match(query):
-            entry = store.get(query)
-            if entry is not None:
-                from ..store import RecallHit
-
-                if full:
-                    store.touch([entry.id])
-                text = entry.original if full else entry.summary
-                return [RecallHit(entry.id, entry.cls, 1.0, text, entry.path, entry.created)]
-        return store.recall(query, limit=RECALL_LIMIT, full=full)
-
-    def _add_recalled(self, hits: list) -> None:
-        blocks = [f"--- id={h.entry_id} ({h.cls})\n{h.text.rstrip()}" for h in hits]
-        content = "Recalled from the gardener store at my request:\n\n" + "\n\n".join(blocks)
-        session = self.gardener
-        session.hint(content, Hint(kind="recall", command="/recall"))
-        self.coder.cur_messages += [
-            dict(role="user", content=content),
-            dict(role="assistant", content="Ok."),
-        ]
-        self.io.tool_output(f"Added {len(hits)} recalled original(s) to the chat.")
-
-    def cmd_forget(self, args):
-        "Forget a stored entry by id: recall no longer shows it (the store can restore it)"
-        entry_id = args.strip()
-        if not ENTRY_ID.match(entry_id):
-            self.io.tool_error("Usage: /forget ID  (the id from a [full output stored: id=…] line)")
-            return
-        store = self._store()
-        if store is None:
-            return
-        if store.forget(entry_id):
-            self.io.tool_output(f"Forgot {entry_id}; recall will no longer show it.")
-        else:
-            self.io.tool_error(f"No active stored entry {entry_id}.")
-
-    def cmd_pin(self, args):
-        "Pin a stored entry by id: it is never evicted and never expires"
-        entry_id = args.strip()
-        if not ENTRY_ID.match(entry_id):
-            self.io.tool_error("Usage: /pin ID  (the id from a [full output stored: id=…] line)")
-            return
-        store = self._store()
-        if store is None:
-            return
-        ok = store.pin(entry_id)
-        restored = self.gardener.attempt("pin", self._pin_in_history, entry_id, default=0)
-        if ok or restored:
-            extra = f"; restored {restored} message(s) in the chat to full text" if restored else ""
-            self.io.tool_output(f"Pinned {entry_id}{extra}.")
-        else:
-            self.io.tool_error(f"No stored entry {entry_id}.")
-
-    def _pin_in_history(self, entry_id: str) -> int:
-        session = self.gardener
-        restored = 0
-        for lst in (self.coder.done_messages, self.coder.cur_messages):
-            for i, msg in enumerate(lst):
-                meta = session.meta(msg)
-                if meta is None or meta.entry_id != entry_id:
-                    continue
-                meta.pinned = True
-                if meta.state != "full":
-                    swap(session, lst, i, meta, "full")
-                    restored += 1
-        return restored

@@ -150,3 +150,13 @@ def make_coder(garden, repo, tmp_path) -> Callable[..., Any]:
         session = getattr(coder, "gardener", None)
         if session is not None:
             session.close()
+
+
+@pytest.fixture
+def workspace(tmp_path, _aider_model_cache):
+    """A git repo with ``app.py`` and ``import.sh``, a temp HOME and a stub-model settings file,
+    for driving the real CLI in a terminal (terminal.py)."""
+    pytest.importorskip("pexpect")
+    from .terminal import make_workspace
+
+    return make_workspace(tmp_path, _aider_model_cache)

@@ -6,51 +6,13 @@ The stub is Aider's own mechanism: a model-settings file whose ``extra_params`` 
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
+from .terminal import spawn as _spawn  # noqa: E402
+
 pytestmark = pytest.mark.slow
-
-REPLY = "Stub model reply: parse converts text to int."
-SCRIPT = (
-    "echo 'starting nightly import'\n"
-    "echo 'ERROR ZebraTimeout in app/frobnicate.py:42 after 30s'\n"
-    'i=0; while [ $i -lt 1500 ]; do echo "INFO imported row $i of batch 7"; i=$((i+1)); done\n'
-)
-
-
-def _cli() -> list[str]:
-    exe = Path(sys.executable).with_name("aider-gardener")
-    if exe.exists():
-        return [str(exe)]
-    return [sys.executable, "-m", "aider_gardener.main"]
-
-
-@pytest.fixture
-def workspace(tmp_path, _aider_model_cache):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    subprocess.run(["git", "config", "user.email", "t@example.com"], cwd=repo, check=True)
-    subprocess.run(["git", "config", "user.name", "Test"], cwd=repo, check=True)
-    (repo / "app.py").write_text("def parse(x):\n    return int(x)\n")
-    (repo / "import.sh").write_text(SCRIPT)
-    subprocess.run(["git", "add", "."], cwd=repo, check=True)
-    subprocess.run(["git", "commit", "-qm", "init"], cwd=repo, check=True)
-    home = tmp_path / "home"
-    cache = home / ".aider" / "caches"
-    cache.mkdir(parents=True)
-    shutil.copyfile(_aider_model_cache, cache / _aider_model_cache.name)
-    settings = tmp_path / "settings.yml"
-    settings.write_text(f'- name: gpt-4o\n  extra_params:\n    mock_response: "{REPLY}"\n')
-    return repo, home, settings
 
 
 def test_a_session_in_a_terminal(workspace):
@@ -91,28 +53,6 @@ def test_a_session_in_a_terminal(workspace):
         assert part in report
     assert "(summary)" in report  # the throttled output, listed by class and state
     assert (repo / ".aider.gardener" / "store.sqlite").exists()
-
-
-def _spawn(workspace, *extra: str):
-    repo, home, settings = workspace
-    env = dict(os.environ, HOME=str(home), OPENAI_API_KEY="sk-test", TERM="dumb", COLUMNS="200")
-    env.pop("AIDER_SANITY_CHECK_TURNS", None)
-    cmd = _cli() + [
-        "--model",
-        "gpt-4o",
-        "--model-settings-file",
-        str(settings),
-        "--no-gardener-vectors",
-        "--yes-always",
-        "--no-pretty",
-        "--no-fancy-input",
-        "--no-show-model-warnings",
-        "--no-auto-commits",
-        *extra,
-    ]
-    return pexpect.spawn(
-        cmd[0], cmd[1:], cwd=str(repo), env=env, encoding="utf-8", timeout=120, dimensions=(50, 200)
-    )
 
 
 def test_checkpoint_soft_restart_and_resume_in_a_terminal(workspace):

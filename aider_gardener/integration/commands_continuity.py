@@ -1,0 +1,86 @@
+"""Continuity chat commands: ``/checkpoint [note]``, ``/soft-restart``, ``/resume [FILE]``.
+
+A mixin of ``GardenCommands`` (commands.py); it uses ``self.coder``, ``self.io`` and
+``self._active()`` from there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ContinuityCommands:
+    # -- continuity ----------------------------------------------------------------------------
+
+    def cmd_checkpoint(self, args):
+        "Save a checkpoint of the session's facts (files, errors, decisions): /checkpoint [note]"
+        session = self._active()
+        if session is None:
+            self.io.tool_error("The gardener is off in this session.")
+            return
+        from ..continuity.checkpoint import CheckpointError
+
+        keeper = session.keeper()
+        try:
+            path = keeper.checkpoint(self.coder, "manual", note=args.strip() or None)
+        except CheckpointError as err:
+            self.io.tool_error(f"Checkpoint not saved: {err}")
+            return
+        book = keeper.tracker.book
+        self.io.tool_output(
+            f"Checkpoint saved and verified: {keeper._show(path)} ({len(book)} facts)."
+        )
+
+    def cmd_soft_restart(self, args):
+        "Checkpoint, clear the chat history and continue from the checkpoint (keeps the thread)"
+        session = self._active()
+        if session is None:
+            self.io.tool_error("The gardener is off in this session; use /clear.")
+            return
+        from ..continuity.checkpoint import CheckpointError
+
+        keeper = session.keeper()
+        coder = self.coder
+        try:  # written, read back and validated: only then is the history cleared
+            path = keeper.checkpoint(coder, "soft-restart", note=args.strip() or None)
+        except (CheckpointError, OSError) as err:
+            self.io.tool_error(f"Soft restart cancelled, history kept: checkpoint failed ({err})")
+            return
+        model = coder.main_model
+        messages = coder.done_messages + coder.cur_messages
+        tokens = sum(
+            model.token_count(m["content"]) for m in messages if isinstance(m.get("content"), str)
+        )
+        super().cmd_clear("")
+        session.reset_view()  # the facts go on: the state block heads the new history
+        self.io.tool_output(
+            f"Soft restart: cleared {len(messages)} messages ({tokens:,} tokens); continuing from"
+            f" {keeper._show(path)} ({len(keeper.tracker.book)} facts in the session state)."
+        )
+
+    def cmd_resume(self, args):
+        "Load the latest checkpoint of this project (or /resume FILE) as the session state"
+        session = self._active()
+        if session is None:
+            self.io.tool_error("The gardener is off in this session.")
+            return
+        from ..continuity.checkpoint import CheckpointError, load_latest, read_checkpoint
+        from .continuity import checkpoint_folder
+
+        keeper = session.keeper()
+        coder = self.coder
+        target = args.strip()
+        try:
+            if target:
+                checkpoint = read_checkpoint(Path(target).expanduser())
+            else:
+                checkpoint = load_latest(
+                    checkpoint_folder(session, coder), warn=self.io.tool_warning
+                )
+        except (CheckpointError, OSError) as err:
+            self.io.tool_error(f"Cannot resume from {target}: {err}")
+            return
+        if checkpoint is None:
+            self.io.tool_error("No checkpoint to resume from in this project.")
+            return
+        keeper.resume(coder, checkpoint)
