@@ -1,9 +1,11 @@
 """``python -m aider_gardener``: the content pipeline from the shell, for users and benchmarks.
 
-    compress PATH|- [--class CLASS] [--model MODEL] [--json]
+    compress PATH|- [--class CLASS] [--model MODEL] [--json] [--store [STORE]]
     demo            compress sample outputs and print before/after with token counts
 
-A directory given to ``compress`` prints one row per file and the totals by class.
+A directory given to ``compress`` prints one row per file and the totals by class. Without
+``--store`` nothing is kept, so no entry id is printed (an id that ``/recall`` cannot find would
+be a lie); with it the originals go into the store and the summaries end with their ids.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="gpt-4o", help="names the tokenizer (default gpt-4o)")
     p.add_argument("--command", help="the shell command that produced the output, if known")
     p.add_argument("--json", action="store_true", help="print one JSON object (a list for a dir)")
+    p.add_argument(
+        "--store",
+        nargs="?",
+        const="",
+        metavar="STORE",
+        help="keep the originals in this store (a folder or .sqlite file; no value:"
+        " .aider.gardener/ under the git root) and print their ids; without it nothing is stored",
+    )
     d = sub.add_parser("demo", help="compress sample outputs and print before/after")
     d.add_argument("--model", default="gpt-4o")
     args = parser.parse_args(argv)
@@ -45,29 +55,84 @@ def main(argv: list[str] | None = None) -> int:
 def compress_cmd(args) -> int:
     path = Path(args.path)
     cls = ContentClass(args.cls) if args.cls else None
-    if args.path != "-" and path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-        results = [(f, _compress_file(f, cls, args.model, args.command)) for f in files]
-        if args.json:
-            print(json.dumps([_as_json(r, str(f)) for f, r in results], indent=1))
+    store = _open_store(args.store, args.model) if args.store is not None else None
+    try:
+        if args.path != "-" and path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            results = []
+            for f in files:
+                data = f.read_bytes()
+                result = _compress_bytes(data, str(f), cls, args.model, args.command)
+                results.append(
+                    (f, _kept(store, result, data, str(f), cls, args.model, args.command))
+                )
+            if args.json:
+                print(json.dumps([_as_json(r, str(f)) for f, r in results], indent=1))
+            else:
+                print_table(results)
+            if store is not None:
+                print(f"# stored {len(results)} entries in {store.path}", file=sys.stderr)
+            return 0
+        if args.path == "-":
+            data = sys.stdin.buffer.read()
+            result = _compress_bytes(data, None, cls, args.model, args.command)
+            result = _kept(store, result, data, None, cls, args.model, args.command)
         else:
-            print_table(results)
-        return 0
-    if args.path == "-":
-        data = sys.stdin.buffer.read()
-        result = _compress_bytes(data, None, cls, args.model, args.command)
-    else:
-        result = _compress_file(path, cls, args.model, args.command)
+            data = path.read_bytes()
+            result = _compress_bytes(data, str(path), cls, args.model, args.command)
+            result = _kept(store, result, data, str(path), cls, args.model, args.command)
+    finally:
+        if store is not None:
+            store.close()
     if args.json:
         print(json.dumps(_as_json(result, args.path), indent=1))
-    else:
-        sys.stdout.write(result.summary if result.summary.endswith("\n") else result.summary + "\n")
-        print(
-            f"# {result.cls}: {result.tokens_original:,} -> {result.tokens_summary:,} tokens"
-            f" (ratio {result.ratio:.3f}), {len(result.segments)} segment(s)",
-            file=sys.stderr,
-        )
+        return 0
+    sys.stdout.write(result.summary if result.summary.endswith("\n") else result.summary + "\n")
+    sys.stdout.flush()  # the summary before the counts when both go to one terminal
+    kept = f"stored as id={result.entry_id} in {store.path}" if store else "not stored (--store)"
+    print(
+        f"# {result.cls}: {result.tokens_original:,} -> {result.tokens_summary:,} tokens"
+        f" (ratio {result.ratio:.3f}), {len(result.segments)} segment(s), {kept}",
+        file=sys.stderr,
+    )
     return 0
+
+
+def _open_store(location: str, model: str):
+    """The store ``--store`` names: no vectors here (a one-shot command should not load a
+    model); the chunks stay queued and the next gardened session embeds them."""
+    from .store.db import Store
+
+    store = Store(location or None, vectors=False, model=model)
+    if store.degraded:
+        store.close()
+        raise OSError(store.degraded)
+    return store
+
+
+def _kept(
+    store, result: CompressionResult, data: bytes, path, cls, model, command
+) -> CompressionResult:
+    """With a store: the result as stored, its summary ending in the id's handle line. Without
+    one: the same result with no id, and the handle line taken off the summary."""
+    from dataclasses import replace
+
+    from .tokens import count_tokens
+    from .types import handle_line
+
+    if store is not None:
+        source = Source(role="tool", command=command, path=_format_path(path))
+        entry = store.ingest(data, source, cls=cls)
+        if not entry.stored:
+            raise OSError(f"could not store {path or 'stdin'} in {store.path}")
+        return replace(result, entry_id=entry.id, summary=entry.summary)
+    handle = handle_line(result.entry_id)
+    summary = result.summary
+    if summary.rstrip("\n").endswith(handle):
+        summary = summary.rstrip("\n")[: -len(handle)].rstrip("\n") + "\n"
+        tokens = min(result.tokens_summary, count_tokens(summary, model))
+        return replace(result, entry_id="", summary=summary, tokens_summary=tokens)
+    return replace(result, entry_id="")
 
 
 def _compress_file(path: Path, cls, model, command) -> CompressionResult:
@@ -93,7 +158,7 @@ def _format_path(path: str | None) -> str | None:
 def _as_json(r: CompressionResult, name: str) -> dict:
     return {
         "path": name,
-        "id": r.entry_id,
+        "id": r.entry_id or None,
         "class": r.cls.value,
         "tokens_original": r.tokens_original,
         "tokens_summary": r.tokens_summary,

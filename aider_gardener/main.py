@@ -43,7 +43,25 @@ def gardener_parser(default_config_files: list[str], git_root: str | None) -> An
 
     from .integration.options import add_gardener_group
 
-    return add_gardener_group(get_parser(default_config_files, git_root))
+    parser = add_gardener_group(get_parser(default_config_files, git_root))
+    for action in parser._actions:
+        if action.dest == "version":
+            action.version = version_line()
+    return parser
+
+
+def version_line() -> str:
+    """``--version`` names both programs: a bug report needs the gardener's version and the
+    Aider it wraps, and Aider's own line would print Aider's version under our name."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from aider import __version__ as aider_version
+
+    try:
+        ours = version("aider-gardener")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        ours = "unknown"
+    return f"aider-gardener {ours} (aider {aider_version})"
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -40,3 +41,40 @@ def test_missing_file_is_one_clear_line(tmp_path):
     out = run("compress", str(tmp_path / "nope.log"))
     assert out.returncode == 1
     assert out.stderr.decode().count("\n") == 1 and "nope.log" in out.stderr.decode()
+
+
+def _log(tmp_path):
+    log = tmp_path / "out.log"
+    log.write_text("INFO request 1 took 3ms\n" * 400 + "ERROR db timeout after 30s\n")
+    return log
+
+
+def test_compress_without_store_prints_no_id(tmp_path):
+    """Nothing is stored, so an id would send the user to /recall for nothing (issue 13.7)."""
+    log = _log(tmp_path)
+    out = run("compress", str(log))
+    assert out.returncode == 0, out.stderr
+    assert b"full output stored" not in out.stdout and b"id=" not in out.stdout
+    assert b"not stored" in out.stderr
+    assert json.loads(run("compress", str(log), "--json").stdout)["id"] is None
+    assert not list(tmp_path.rglob("*.sqlite"))
+
+
+def test_compress_with_store_keeps_the_original_under_the_printed_id(tmp_path):
+    from aider_gardener.store.db import Store
+
+    log = _log(tmp_path)
+    out = run("compress", str(log), "--store", str(tmp_path / "st"))
+    assert out.returncode == 0, out.stderr
+    handle = re.search(rb"\[full output stored: id=(\w+)\]", out.stdout)
+    assert handle, out.stdout
+    entry_id = handle.group(1).decode()
+    assert f"stored as id={entry_id}".encode() in out.stderr
+    store = Store(tmp_path / "st", vectors=False)
+    try:
+        entry = store.get(entry_id)
+        assert entry is not None and entry.original == log.read_text()
+    finally:
+        store.close()
+    obj = json.loads(run("compress", str(log), "--json", "--store", str(tmp_path / "st")).stdout)
+    assert obj["id"] == entry_id

@@ -204,4 +204,22 @@ def add_gardener_group(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         help="Let the weak model refine the oldest summaries in the background, never blocking"
         " a turn (default: False)",
     )
+    _place_after(parser, group, HELP_AFTER)
     return parser
+
+
+# Aider's --help has some 150 options in 16 groups and argparse prints groups in creation order,
+# so a group added last would be at the very end, where a user looking for what this tool adds
+# never scrolls. Ours goes right after the model choice, the first thing anyone sets.
+HELP_AFTER = "Main model"
+
+
+def _place_after(parser: argparse.ArgumentParser, group: Any, title: str) -> None:
+    """Move ``group`` to just after the group titled ``title`` (left last if there is none)."""
+    groups = parser._action_groups
+    if group not in groups:
+        return
+    groups.remove(group)
+    titles = [g.title for g in groups]
+    at = titles.index(title) + 1 if title in titles else len(groups)
+    groups.insert(at, group)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,26 @@ def test_help_lists_the_gardener_group():
     assert "gardener:" in out.stdout
     assert "--gardener-mode {off,evict,rag,incremental}" in out.stdout
     assert "--model MODEL" in out.stdout  # Aider's own flags are all there
+    # near the top, right after the model choice, not after Aider's 16 groups (issue 13.7)
+    heads = [line for line in out.stdout.splitlines() if line.endswith(":") and line[:1].isalpha()]
+    assert heads.index("gardener:") == heads.index("Main model:") + 1, heads
+    assert heads.index("gardener:") < heads.index("API Keys and settings:")
+
+
+def test_version_names_both_and_starts_without_dependency_warnings(tmp_path):
+    """``--version`` says which gardener and which Aider; starting prints no
+    RequestsDependencyWarning (the lock pinned a chardet requests does not support)."""
+    from importlib.metadata import version
+
+    from aider import __version__ as aider_version
+
+    exe = Path(sys.executable).with_name("aider-gardener")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "aider_gardener.main"]
+    out = subprocess.run(
+        [*cmd, "--version"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        f"aider-gardener {version('aider-gardener')} (aider {aider_version})"
+    )
+    assert "Warning" not in out.stderr, out.stderr
