@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
+from . import extract
 from .facts import Fact, FactBook
 from .state import current_goal, error_line, file_line, one_line, order_key, recall_suffix
 
@@ -359,6 +360,21 @@ def _with_recall(bullet: str) -> tuple[str, str | None]:
     return (match["text"], match["id"]) if match else (bullet, None)
 
 
+def _rule_key(kind: str, bullet: str) -> tuple[str, dict[str, Any]]:
+    """The key the tracker gives this decision or constraint (``use:X|Y``, ``rule:words``), so
+    a later "use Z instead of X" supersedes a decision read back from a checkpoint and
+    restating a constraint is no duplicate; the bullet itself when it is not one the tracker
+    would recognise (a hand-written line)."""
+    found = [(k, key) for k, key, _line in extract.decisions_in(bullet, "user")]
+    if len(found) != 1 or found[0][0] != kind:
+        return bullet, {}
+    key = found[0][1]
+    if kind != "decision":
+        return key, {}
+    x, _, y = key[4:].partition("|")
+    return key, {"use": x, "instead_of": y or None, "by": "user"}
+
+
 def parse_facts(body: str, session: str | None = None) -> FactBook:
     """Rebuild facts from a checkpoint body (see the module docstring)."""
     sections = _sections(body)
@@ -403,9 +419,11 @@ def parse_facts(body: str, session: str | None = None) -> FactBook:
 
     decisions = sections.get(SECTIONS[3], {})
     for bullet in decisions.get(None, []):
-        build.add("decision", bullet, bullet)
+        key, detail = _rule_key("decision", bullet)
+        build.add("decision", key, bullet, detail=detail)
     for bullet in _sub(decisions, SUB_CONSTRAINTS):
-        build.add("constraint", bullet, bullet)
+        key, detail = _rule_key("constraint", bullet)
+        build.add("constraint", key, bullet, detail=detail)
 
     for bullet in sections.get(SECTIONS[5], {}).get(None, []):
         # the live state of a file that also appears in What changed is that history line
@@ -631,3 +649,86 @@ def load_latest(
             continue
         return checkpoint
     return None
+
+
+# --------------------------------------------------------------------------- across sessions
+
+# What a new session inherits from the latest checkpoint without /resume: the facts that stay
+# true until someone changes them (a goal, the files in the chat and the commands run belong to
+# the session that had them, and /resume brings those back).
+CARRIED_KINDS = ("decision", "constraint", "error", "failed")
+_COUNT_NOUNS = (
+    ("decision", "decision", "decisions"),
+    ("constraint", "constraint", "constraints"),
+    ("error", "open error", "open errors"),
+    ("failed", "failed approach", "failed approaches"),
+    ("file", "file", "files"),
+)
+
+
+def carried_facts(book: FactBook) -> FactBook:
+    """The facts of ``book`` a session that does not resume still starts with: live decisions
+    and constraints, open errors, failed approaches. Without them, a short session's exit
+    checkpoint would become the latest and the next session would lose them."""
+    keep = [
+        f
+        for f in sorted(book.find(), key=order_key)
+        if f.kind in CARRIED_KINDS and (f.kind != "error" or f.status == "open")
+    ]
+    out = []
+    for n, fact in enumerate(keep, 1):
+        copy = Fact.from_dict(fact.to_dict())
+        copy.id, copy.turn, copy.superseded_by = n, 0, None
+        copy.detail = dict(fact.detail, carried=True)
+        out.append(copy)
+    return FactBook(out)
+
+
+def fact_counts(book: FactBook) -> dict[str, int]:
+    """Live facts by what a person calls them: decisions, constraints, open errors, failed
+    approaches, files."""
+    counts = {}
+    for kind, _one, _many in _COUNT_NOUNS:
+        facts = book.find(kind)
+        if kind == "error":
+            facts = [f for f in facts if f.status == "open"]
+        counts[kind] = len(facts)
+    return counts
+
+
+def describe_counts(book: FactBook, kinds: Sequence[str] | None = None) -> str:
+    """``2 decisions, 1 constraint, 1 open error`` (kinds with none left out); "no facts"."""
+    counts = fact_counts(book)
+    parts = [
+        f"{counts[kind]} {one if counts[kind] == 1 else many}"
+        for kind, one, many in _COUNT_NOUNS
+        if counts[kind] and (kinds is None or kind in kinds)
+    ]
+    return ", ".join(parts) or "no facts"
+
+
+def find_checkpoint(folder: Path, name: str, base: Path | None = None) -> Path:
+    """The checkpoint ``/resume NAME`` means: a path to a file (absolute, or relative to the
+    working directory or to ``base``, the project root), else a file in ``folder`` by its name,
+    with or without ``.md``, or by a prefix of it that only one checkpoint has. Raises
+    CheckpointError saying what matched."""
+    raw = name.strip().strip("'\"")
+    if not raw:
+        raise CheckpointError("no checkpoint name given")
+    given = Path(raw).expanduser()
+    for candidate in (given, *([Path(base) / given] if base and not given.is_absolute() else [])):
+        if candidate.is_file():
+            return candidate
+    folder = Path(folder)
+    names = [p.name for p in list_checkpoints(folder)]
+    bare = given.name
+    for exact in (bare, bare + ".md"):
+        if exact in names:
+            return folder / exact
+    matches = [n for n in names if n.startswith(bare)]
+    if len(matches) == 1:
+        return folder / matches[0]
+    if not matches:
+        raise CheckpointError(f"no checkpoint named {raw!r} in {folder} (/checkpoints lists them)")
+    shown = ", ".join(matches[:5]) + (f" and {len(matches) - 5} more" if len(matches) > 5 else "")
+    raise CheckpointError(f"{raw!r} matches {len(matches)} checkpoints: {shown}")

@@ -21,7 +21,8 @@ from functools import lru_cache
 from ..tokens import count_tokens
 from .facts import Fact, FactBook
 
-HEADER = "Session state (kept by aider-gardener while older chat history is compressed):"
+# The one header of the block: the model sees it once (the integration sends the block as it is).
+HEADER = "Session state kept by aider-gardener (details: /recall ID):"
 
 # Section titles, in the order they are shown.
 GOAL = "Goal"
@@ -138,9 +139,11 @@ def current_goal(book: FactBook) -> Fact | None:
 
 def _last_commits(book: FactBook) -> dict[str, tuple[str, str]]:
     """The last commit of each path, superseded facts included: a file that was edited and then
-    re-added still shows the commit that last changed it."""
+    re-added still shows the commit that last changed it. An undone commit changed nothing."""
     commits: dict[str, tuple[str, str]] = {}
     for fact in sorted(book.find("file", live=False), key=order_key):
+        if fact.detail.get("op") == "undone":
+            continue
         commit = _token(fact.detail.get("commit"))
         if commit:
             commits[fact.key] = (commit, one_line(str(fact.detail.get("message") or "")))

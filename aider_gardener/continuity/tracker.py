@@ -24,10 +24,16 @@ Rules worth knowing (the state block and checkpoints show the results):
 * texts are single lines of at most 200 characters with identifiers verbatim; an error's text
   is the error line alone (the command and resolution are in ``detail``, which the state block
   renders), a file's is ``path: op[, commit HASH MESSAGE]`` with op one of added, read-only,
-  dropped, edited, created.
+  dropped, edited, created, undone.
 * failed approach (one ``failed`` fact per attempt, its text listing every reason): the same
   error signature again after an edit made since it was last seen; the user saying it did not
-  work (``extract.says_failed``) right after edits; ``/undo`` of the attempt's commit.
+  work (``extract.says_failed``) right after edits; ``/undo`` of the attempt's commit. An edit
+  that resolved some error was aimed at that one: it is never blamed for another error that
+  is still there (pytest still failing test_a after the edit that fixed test_b), and a "did
+  not fix" it got before its fix showed up (test_a re-run first) is withdrawn; the blame goes
+  to the latest edit since the error was last seen that fixed nothing.
+* ``/undo``: the files of the undone commit are ``undone`` (not ``edited``: the change is
+  gone), with the commit that was undone.
 * decisions: a new decision supersedes a live one that chose the same thing, one that chose
   what the new one rejects ("use httpx instead of requests", later "use aiohttp instead of
   httpx": the first is superseded, since showing both as live would contradict), and one that
@@ -56,6 +62,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_PATHS_SHOWN = 3
 EDIT_OPS = ("edited", "created")
+UNDONE = "undone"
+DID_NOT_FIX = "did not fix: "
 SIGNATURE_KINDS = ("test:", "compile:", "lint:", "exception:", "error:", "exit:")
 MAX_COMMAND = 120
 MAX_PATH = 1000
@@ -185,17 +193,17 @@ class _FileState:
     case kept): the state block shows it, so it must stay the user's spelling."""
 
     key: str
-    op: str | None = None  # "added", "read-only", "dropped", "edited", "created"
+    op: str | None = None  # "added", "read-only", "dropped", "edited", "created", "undone"
     commit: str | None = None
     message: str | None = None
     undone: int | None = None
 
     def render(self) -> str:
         text = self.op or "seen"
-        if self.op in EDIT_OPS and self.commit:
+        if self.op in (*EDIT_OPS, UNDONE) and self.commit:
             text += f", commit {self.commit}" + (f" {self.message}" if self.message else "")
-        if self.op in EDIT_OPS and self.undone is not None:
-            text += f" (undone in turn {self.undone})"
+        if self.op == UNDONE and self.undone is not None:
+            text += f" (in turn {self.undone})"
         return _compose(f"{self.key}: ", text)
 
 
@@ -302,7 +310,7 @@ class FactTracker:
             if attempt is None:
                 continue
             more = f" (+{len(sigs) - 1} more)" if len(sigs) > 1 else ""
-            self._fail(attempt, f"did not fix: {sigs[0].line}{more}", turn, entry)
+            self._fail(attempt, f"{DID_NOT_FIX}{sigs[0].line}{more}", turn, entry)
         self._commands[cmd] = self._seq
         self._ran_since_edit = True
         outcome = _outcome(scan.counts, errors, code, len(scan.errors))
@@ -408,11 +416,16 @@ class FactTracker:
         shown = f"commit {commit}" if commit else "the last edit"
         msg = clip(_text(message).split("\n", 1)[0], 60) if message else ""
         self._fail(attempt, f"undone: {shown}{' ' + msg if msg else ''} (turn {turn})", turn, None)
+        commits = {c for c, _msg in attempt.commits}
         for path in attempt.paths:
             state = self._file(path)
-            if state.op in EDIT_OPS:
-                state.undone = turn
-                self._file_fact(state, turn, new_fact=False)
+            if state.op not in EDIT_OPS:
+                continue
+            if commit and state.commit and state.commit not in commits:
+                continue  # changed again by a later commit, which was not undone
+            state.op, state.undone = UNDONE, turn
+            state.commit = state.commit or (commit or None)
+            self._file_fact(state, turn, new_fact=False)
         for fact_id in attempt.resolved:
             fact = self.book.get(fact_id)
             if fact is not None and fact.live and fact.status == "resolved":
@@ -471,7 +484,8 @@ class FactTracker:
             )
             self._errors[sig.key] = _ErrorState(self._seq, {cmd})
             return None
-        survived = self._attempts_since(state.seen_seq)
+        # an edit that fixed another error was aimed at that one (see the module docstring)
+        survived = [a for a in self._attempts_since(state.seen_seq) if not a.resolved]
         state.commands.add(cmd)
         state.seen_seq = self._seq
         entries = list(fact.detail.get("entries", []))
@@ -494,6 +508,7 @@ class FactTracker:
             fixers = self._attempts_since(state.seen_seq)
             if fixers:
                 fixers[-1].resolved.append(fact.id)
+                self._acquit(fixers[-1], turn)
                 by: str | None = fixers[-1].describe()
             else:
                 by = None  # gone on a re-run without an edit in between
@@ -579,6 +594,23 @@ class FactTracker:
             self.book.add("failed", key, text, turn, entry_id=entry, detail=detail)
         else:
             self.book.update(fact, text=text, detail=detail)
+
+    def _acquit(self, attempt: _Attempt, turn: int) -> None:
+        """``attempt`` just resolved an error: withdraw the "did not fix" it was given for some
+        other error before its fix showed up; with no reason left it is no failed approach."""
+        kept = [r for r in attempt.reasons if not r.startswith(DID_NOT_FIX)]
+        if kept == attempt.reasons:
+            return
+        attempt.reasons = kept
+        fact = self.book.current("failed", f"attempt:{attempt.id}")
+        if fact is None:
+            return
+        if not kept:
+            attempt.entries = []
+            self.book.update(fact, status="superseded")
+            return
+        text = _compose("", attempt.describe() + ": " + "; ".join(kept))
+        self.book.update(fact, text=text, detail={"reasons": list(kept)})
 
     # -- internals: files ------------------------------------------------------------------
 

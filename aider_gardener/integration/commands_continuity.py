@@ -1,4 +1,5 @@
-"""Continuity chat commands: ``/checkpoint [note]``, ``/soft-restart``, ``/resume [FILE]``.
+"""Continuity chat commands: ``/checkpoint [note]``, ``/checkpoints``, ``/soft-restart``,
+``/resume [NAME]`` (with tab completion of the checkpoint names).
 
 A mixin of ``GardenCommands`` (commands.py); it uses ``self.coder``, ``self.io`` and
 ``self._active()`` from there.
@@ -58,25 +59,77 @@ class ContinuityCommands:
             f" {keeper._show(path)} ({len(keeper.tracker.book)} facts in the session state)."
         )
 
-    def cmd_resume(self, args):
-        "Load the latest checkpoint of this project (or /resume FILE) as the session state"
+    def cmd_checkpoints(self, args):
+        "List this project's checkpoints, newest first (name, time, trigger, facts, note)"
         session = self._active()
         if session is None:
             self.io.tool_error("The gardener is off in this session.")
             return
-        from ..continuity.checkpoint import CheckpointError, load_latest, read_checkpoint
+        from ..continuity.checkpoint import (
+            CheckpointError,
+            describe_counts,
+            list_checkpoints,
+            read_checkpoint,
+        )
+
+        folder = self._checkpoint_folder(session)
+        paths = list_checkpoints(folder)
+        if not paths:
+            self.io.tool_output(f"No checkpoints in {folder}.")
+            return
+        shown = session.keeper()._show(folder)
+        self.io.tool_output(f"Checkpoints in {shown}, newest first (/resume NAME loads one):")
+        for path in paths:
+            try:
+                checkpoint = read_checkpoint(path)
+            except CheckpointError as err:
+                self.io.tool_output(f"  {path.name}  corrupt: {err}")
+                continue
+            when = checkpoint.created.replace("T", " ")
+            line = f"  {path.name}  {when}  {checkpoint.trigger:<12}  "
+            line += describe_counts(checkpoint.facts)
+            if checkpoint.note:
+                line += f'  "{checkpoint.note}"'
+            self.io.tool_output(line)
+
+    def _checkpoint_folder(self, session) -> Path:
         from .continuity import checkpoint_folder
+
+        keeper = session.keeper()
+        return keeper.folder or checkpoint_folder(session, self.coder)
+
+    def completions_resume(self):
+        """The checkpoint file names, for tab completion (Aider's ``completions_<cmd>``)."""
+        session = self._active()
+        if session is None:
+            return []
+        from ..continuity.checkpoint import list_checkpoints
+
+        return [p.name for p in list_checkpoints(self._checkpoint_folder(session))]
+
+    def cmd_resume(self, args):
+        "Load the latest checkpoint, or /resume NAME (file name, prefix or path), and its files"
+        session = self._active()
+        if session is None:
+            self.io.tool_error("The gardener is off in this session.")
+            return
+        from ..continuity.checkpoint import (
+            CheckpointError,
+            find_checkpoint,
+            load_latest,
+            read_checkpoint,
+        )
 
         keeper = session.keeper()
         coder = self.coder
         target = args.strip()
+        folder = self._checkpoint_folder(session)
         try:
             if target:
-                checkpoint = read_checkpoint(Path(target).expanduser())
+                path = find_checkpoint(folder, target, base=getattr(coder, "root", None))
+                checkpoint = read_checkpoint(path)
             else:
-                checkpoint = load_latest(
-                    checkpoint_folder(session, coder), warn=self.io.tool_warning
-                )
+                checkpoint = load_latest(folder, warn=self.io.tool_warning)
         except (CheckpointError, OSError) as err:
             self.io.tool_error(f"Cannot resume from {target}: {err}")
             return

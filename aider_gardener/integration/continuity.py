@@ -9,36 +9,53 @@ take the user's way back with it.
 The state block is a (user, assistant) pair put at the head of the history chunk of every request,
 after the system prompt, repo map and read-only files, which change rarely; it is re-rendered only
 when the facts change, so providers' prompt caches keep everything before the history.
+
+Continuity accumulates across sessions: a session that does not resume still starts with the
+open facts of the latest checkpoint (decisions, constraints, open errors, failed approaches;
+``checkpoint.carried_facts``), and a session that learnt nothing new writes no exit checkpoint,
+so a trivial session can never become "the latest" with less than the one before it. SIGHUP and
+SIGTERM (a closed terminal, a ``kill``) write the exit checkpoint too, then let the signal do
+what it did before.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from ..continuity.checkpoint import (
+    CARRIED_KINDS,
     Checkpoint,
     CheckpointError,
+    carried_facts,
+    describe_counts,
     load_latest,
     render_checkpoint,
     write_checkpoint,
 )
-from ..continuity.state import render_state
+from ..continuity.state import HEADER, order_key, render_state
 from ..continuity.tracker import FactTracker
 from ..tokens import count_tokens
 from .ingest import model_name
 
 log = logging.getLogger(__name__)
 
-STATE_HEADER = (
-    "Session state kept by aider-gardener (facts from this session, exact; older details can be"
-    " recalled with /recall ID):\n\n"
-)
+# The block's own first line (state.HEADER): the model sees one header, not two.
+STATE_HEADER = HEADER
 STATE_ACK = "Ok, I will keep this session state in mind."
 CHECKPOINT_DIRNAME = "checkpoints"
 REARM_MARGIN = 5  # percent below a warning level before it can fire again
 AUTO_EVERY_TURNS = 10
+EXIT_SIGNALS = ("SIGHUP", "SIGTERM")
+# ops of a file fact that mean the file was in the chat; the rest (dropped) were not
+CHAT_OPS = ("added", "edited", "created", "undone")
+READ_ONLY_OP = "read-only"
+MAX_FILES_SHOWN = 8
 
 
 def _k(n: int) -> str:
@@ -76,52 +93,115 @@ class Continuity:
         self._checkpointed_version = -1
         self._armed = {level: True for level in session.config.warn_at}
         self.started = False
+        self._start_version = 0  # the facts' version once the session has started (or resumed)
+        self._signals: dict[int, Any] = {}  # signal -> the handler before ours
+        self._handler = self._on_signal  # one bound method, so it can be recognised later
 
     # -- start of a session --------------------------------------------------------------------
 
     def start(self, coder: Any) -> None:
-        """On the first gardened coder of the process: offer or load the latest checkpoint."""
+        """On the first gardened coder of the process: resume the latest checkpoint
+        (``--gardener-resume``) or carry its open facts forward and offer it; catch SIGHUP and
+        SIGTERM for the exit checkpoint."""
         if self.started:
             return
         self.started = True
         self.folder = checkpoint_folder(self.session, coder)
         self.project = str(getattr(coder, "root", "") or "")
-        self._initial_files(coder)
-        if not self.folder.is_dir():
-            return
-        latest = load_latest(self.folder, warn=coder.io.tool_warning)
-        if latest is None:
-            return
-        if self.session.config.resume:
+        self.install_signals()
+        latest = None
+        if self.folder.is_dir():
+            latest = load_latest(self.folder, warn=coder.io.tool_warning)
+        if latest is not None and self.session.config.resume:
             self.resume(coder, latest)
-        else:
-            coder.io.tool_output(
-                f"gardener: checkpoint from {latest.created} ({latest.trigger}) available;"
-                " /resume loads it"
-            )
+            return
+        if latest is not None:
+            self._carry(coder, latest)
+        self._chat_files(coder)
+        self._start_version = self._checkpointed_version = self.tracker.book.version
 
-    def _initial_files(self, coder: Any) -> None:
-        """Files given on the command line are in the chat from the start: file facts too."""
+    def _carry(self, coder: Any, latest: Checkpoint) -> None:
+        carried = carried_facts(latest.facts)
+        line = (
+            f"gardener: checkpoint from {latest.created} ({latest.trigger}) available;"
+            " /resume loads it"
+        )
+        if len(carried):
+            for fact in carried:
+                fact.session = fact.session or latest.session
+            self.tracker = FactTracker(carried)
+            line += f"; carried over: {describe_counts(carried, CARRIED_KINDS)}"
+        coder.io.tool_output(line)
+
+    def _chat_files(self, coder: Any) -> None:
+        """The files in the chat now (the command line's, or the ones /resume put back) are
+        file facts too, unless the facts already have them in the chat."""
         rel = coder.get_rel_fname
-        editable = sorted(rel(p) for p in getattr(coder, "abs_fnames", ()))
-        read_only = sorted(rel(p) for p in getattr(coder, "abs_read_only_fnames", ()))
-        if editable:
-            self.tracker.on_files_added(editable, 0)
-        if read_only:
-            self.tracker.on_files_added(read_only, 0, read_only=True)
+        known = {f.key: f.detail.get("op") for f in self.tracker.book.find("file")}
+        groups = (
+            (getattr(coder, "abs_fnames", ()), False, CHAT_OPS),
+            (getattr(coder, "abs_read_only_fnames", ()), True, (READ_ONLY_OP,)),
+        )
+        for paths, read_only, ops in groups:
+            new = sorted(p for p in (rel(a) for a in paths) if known.get(p) not in ops)
+            if new:
+                self.tracker.on_files_added(new, self.session.turn, read_only=read_only)
 
     def resume(self, coder: Any, checkpoint: Checkpoint) -> None:
-        """Take the checkpoint's facts as this session's starting facts (the store still holds
-        the earlier session's originals for recall)."""
+        """Take the checkpoint's facts as this session's facts (the store still holds the
+        earlier session's originals for recall) and put its files back in the chat: an Aider
+        user expects /resume to restore the working set, not only the model's notes."""
         book = checkpoint.facts
         for fact in book:
             fact.session = fact.session or checkpoint.session
         self.tracker = FactTracker(book)
-        self._checkpointed_version = book.version
         coder.io.tool_output(
             f"gardener: resumed from checkpoint {checkpoint.created} ({len(book)} facts);"
             " the earlier session is in the store: /recall QUERY"
         )
+        self._restore_files(coder)
+        self._chat_files(coder)
+        self._start_version = self._checkpointed_version = self.tracker.book.version
+
+    def _restore_files(self, coder: Any) -> None:
+        """Add the checkpoint's in-chat files that still exist (inside the project); say which
+        came back and which are missing (those become ``dropped``: they are not in the chat)."""
+        root = Path(getattr(coder, "root", None) or ".").resolve()
+        editable = {str(Path(p).resolve()) for p in getattr(coder, "abs_fnames", ())}
+        read_only = {str(Path(p).resolve()) for p in getattr(coder, "abs_read_only_fnames", ())}
+        added: list[str] = []
+        added_ro: list[str] = []
+        missing: list[str] = []
+        for fact in sorted(self.tracker.book.find("file"), key=order_key):
+            op = fact.detail.get("op")
+            if op not in CHAT_OPS and op != READ_ONLY_OP:
+                continue
+            path = (root / fact.key).resolve()
+            if not path.is_relative_to(root) or not path.is_file():
+                missing.append(fact.key)
+                continue
+            full = str(path)
+            if full in editable or full in read_only:
+                continue
+            if op == READ_ONLY_OP:
+                coder.abs_read_only_fnames.add(full)
+                read_only.add(full)
+                added_ro.append(fact.key)
+            else:
+                coder.abs_fnames.add(full)
+                editable.add(full)
+                added.append(fact.key)
+        if missing:
+            self.tracker.on_files_dropped(missing, self.session.turn)
+        parts = []
+        if added:
+            parts.append(f"back in the chat: {_listing(added)}")
+        if added_ro:
+            parts.append(f"read-only: {_listing(added_ro)}")
+        if missing:
+            parts.append(f"missing, not added: {_listing(missing)}")
+        if parts:
+            coder.io.tool_output("gardener: files " + "; ".join(parts))
 
     def persist(self) -> int:
         """Facts go to the store's ``facts`` table (with their turn and source entry) as they
@@ -167,7 +247,7 @@ class Continuity:
         if not text:
             return []
         return [
-            dict(role="user", content=STATE_HEADER + text),
+            dict(role="user", content=text),  # starts with its one header, STATE_HEADER
             dict(role="assistant", content=STATE_ACK),
         ]
 
@@ -210,15 +290,76 @@ class Continuity:
         coder.io.tool_output(f"gardener: checkpoint saved ({trigger}): {self._show(path)}")
         return path
 
-    def at_exit(self, coder: Any) -> None:
-        """The process ends: keep the thread for the next session."""
+    def at_exit(self, coder: Any, reason: str | None = None) -> Path | None:
+        """The process ends: keep the thread for the next session. Nothing is written when the
+        session learnt nothing since it started or since its last checkpoint: an empty session
+        must not become the latest checkpoint. The line before the write says why exit pauses;
+        ``reason`` (a signal's name) goes into the checkpoint's note."""
         book = self.tracker.book
-        if not len(book) or book.version == self._checkpointed_version:
-            return
+        if not len(book) or book.version in (self._checkpointed_version, self._start_version):
+            return None
+        _say(coder, f"gardener: saving checkpoint… ({reason or 'exit'})")
         try:
-            self.checkpoint(coder, "exit")
+            path = self.checkpoint(coder, "exit", note=reason)
         except CheckpointError as err:
             log.warning("gardener: exit checkpoint not saved: %s", err)
+            _say(coder, f"gardener: exit checkpoint not saved: {err}")
+            return None
+        _say(coder, f"gardener: checkpoint saved: {self._show(path)}")
+        return path
+
+    # -- signals -------------------------------------------------------------------------------
+
+    def install_signals(self) -> None:
+        """SIGHUP (the terminal closed) and SIGTERM (``kill``) end Aider without atexit, so
+        they would lose the session's thread: catch them, from the main thread only (Python
+        allows no other), and not where they are ignored (``nohup`` asked to survive them)."""
+        if self._signals or threading.current_thread() is not threading.main_thread():
+            return
+        for name in EXIT_SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is None:
+                continue
+            try:
+                previous = signal.getsignal(signum)
+                if previous is signal.SIG_IGN or previous is None:
+                    continue
+                signal.signal(signum, self._handler)
+            except (ValueError, OSError, RuntimeError):
+                continue
+            self._signals[signum] = previous
+
+    def restore_signals(self) -> None:
+        """Put back the handlers found at start, where ours is still the one installed."""
+        for signum, previous in list(self._signals.items()):
+            try:
+                if signal.getsignal(signum) is self._handler:
+                    signal.signal(signum, previous)
+            except (ValueError, OSError, RuntimeError):
+                pass
+        self._signals.clear()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        """Write the exit checkpoint, then do what the signal did before: call the previous
+        handler, or die of the signal (so the parent sees the usual status). Only the file is
+        written: the store may be mid-write in this very thread, and its WAL survives a kill."""
+        previous = self._signals.get(signum, signal.SIG_DFL)
+        try:
+            coder = self.session.coder
+            if coder is not None:
+                self.session.attempt("checkpoint", self.at_exit, coder, signal.Signals(signum).name)
+        finally:
+            self.restore_signals()
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:  # noqa: BLE001 - a closed terminal (SIGHUP) cannot be flushed
+                    pass
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
 
     def _show(self, path: Path) -> str:
         try:
@@ -256,6 +397,22 @@ class Continuity:
         coder.io.tool_warning(line)
         if levels[0] in crossed:  # also when one turn jumps past several levels at once
             self.auto_checkpoint(coder, "pressure")
+
+
+def _listing(paths: list[str]) -> str:
+    shown = ", ".join(paths[:MAX_FILES_SHOWN])
+    return shown + (
+        f" +{len(paths) - MAX_FILES_SHOWN} more" if len(paths) > MAX_FILES_SHOWN else ""
+    )
+
+
+def _say(coder: Any, line: str) -> None:
+    """A status line at exit, when the terminal may be gone (SIGHUP): never let printing stop
+    the checkpoint."""
+    try:
+        coder.io.tool_output(line)
+    except Exception:  # noqa: BLE001
+        log.info("%s", line)
 
 
 def mark_messages(session: Any) -> None:

@@ -253,7 +253,11 @@ class GardenerSession:
 
     def close(self) -> None:
         """End of the session: the exit checkpoint (so the next session can resume), then the
-        store. Registered with atexit when the first coder is gardened; safe to call twice."""
+        store. Registered with atexit when the first coder is gardened; safe to call twice. The
+        exit checkpoint says so on screen while it is written (continuity.at_exit); nothing else
+        heavy happens here."""
+        if self.continuity is not None:
+            self.continuity.restore_signals()
         if self.continuity is not None and self.coder is not None:
             self.attempt("checkpoint", self.continuity.at_exit, self.coder)
             self.attempt("facts", self.continuity.persist)

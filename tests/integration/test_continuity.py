@@ -231,6 +231,14 @@ def test_undo_is_a_failed_approach(make_coder, llm, repo):
     assert coder.repo.repo.head.commit.hexsha[:7] != commit
     failed = facts(coder, "failed")
     assert failed and commit in failed[-1].text
+    # the undone commit's file is not "edited" any more, in the facts or in what the model sees
+    (app,) = [f for f in facts(coder, "file") if f.key == "app.py"]
+    assert app.detail["op"] == "undone" and app.detail["commit"] == commit
+    answer(llm, "Ok.")
+    coder.run(with_message="what now?")
+    sent = text_of(llm.last)
+    assert f'app.py: undone ({commit} "switch to float")' in sent
+    assert "app.py: edited" not in sent
 
 
 @pytest.mark.parametrize("state_tokens", [0])
@@ -309,3 +317,207 @@ def test_jumping_past_every_level_still_checkpoints(make_coder, llm, repo, tmp_p
     assert (out.out + out.err).count("gardener: prompt at 90%") == 1
     cps = list_checkpoints(tmp_path / "store" / "checkpoints")
     assert [parse_checkpoint(p.read_text()).trigger for p in cps] == ["pressure"]
+
+
+# -- issue 13, point 4: continuity accumulates ---------------------------------------------------
+
+
+def checkpoints_of(tmp_path):
+    """The valid checkpoints, newest first."""
+    paths = list_checkpoints(tmp_path / "store" / "checkpoints")
+    return [parse_checkpoint(p.read_text(), p) for p in paths if p.name[0].isdigit()]
+
+
+def said(capsys) -> str:
+    """What the session printed, as one line per paragraph (the console wraps at 80 columns)."""
+    out = capsys.readouterr()
+    return " ".join((out.out + out.err).split())
+
+
+def test_state_block_has_one_header(make_coder, llm, repo):
+    from aider_gardener.integration.continuity import STATE_HEADER
+
+    coder = make_coder(fnames=[str(repo / "app.py")])
+    coder.run(with_message="use orjson instead of json for the cache files")
+    answer(llm, "Ok.")
+    coder.run(with_message="go on")
+    (state,) = [m["content"] for m in llm.last if m["content"].startswith(STATE_HEADER)]
+    assert state.count("Session state") == 1
+    assert "use orjson instead of json" in state
+    assert text_of(llm.last).count("Session state") == 1
+
+
+def test_a_trivial_session_does_not_lose_the_thread(make_coder, llm, repo, tmp_path, capsys):
+    """Decisions, constraints, open errors and failed approaches outlive a session that did not
+    resume; a session that learnt nothing writes no exit checkpoint."""
+    failing_script(repo)
+    first = make_coder(fnames=[str(repo / "app.py")])
+    first.run(with_message="use orjson instead of json for the cache files")
+    first.run(with_message="never change the public API of parse")
+    answer(llm, "It fails.")
+    first.run(with_message="/test sh check.sh")
+    answer(llm, edit_reply("    return int(x)\n", "    return int(x.strip())\n"), "strip", "ok")
+    first.run(with_message="fix the parse failure")
+    answer(llm, "Still failing.")
+    first.run(with_message="/test sh check.sh")
+    assert facts(first, "failed")
+    first.gardener.close()
+    (useful,) = checkpoints_of(tmp_path)
+    capsys.readouterr()
+
+    second = make_coder()
+    out = said(capsys)
+    assert "/resume loads it; carried over: 1 decision, 1 constraint, 1 open error, 1 failed" in out
+    answer(llm, "It converts text to int.")
+    second.run(with_message="what does parse do?")
+    sent = text_of(llm.last)
+    assert "use orjson instead of json" in sent and "never change the public API" in sent
+    second.gardener.close()
+    latest, earlier = checkpoints_of(tmp_path)
+    assert earlier.path == useful.path
+    for kind in ("decision", "constraint", "failed"):
+        assert [f.text for f in latest.facts.find(kind)] == [
+            f.text for f in useful.facts.find(kind)
+        ], kind
+    assert [f.text for f in latest.facts.find("error") if f.status == "open"] == [
+        f.text for f in useful.facts.find("error") if f.status == "open"
+    ]
+    capsys.readouterr()
+
+    third = make_coder(fnames=[str(repo / "app.py")])  # nothing new: no exit checkpoint
+    third.gardener.close()
+    assert len(checkpoints_of(tmp_path)) == 2
+    assert "saving checkpoint" not in said(capsys)
+
+    # the carried facts can still be resolved, and superseded
+    fourth = make_coder(fnames=[str(repo / "app.py")])
+    fix = edit_reply("    return int(x.strip())\n", "    return int(x.strip() or 0)\n")
+    answer(llm, fix, "handle empty", "ok")
+    fourth.run(with_message="handle the empty string case too")
+    answer(llm, "All green.")
+    fourth.run(with_message="/test sh check.sh")
+    fourth.run(with_message="use ujson instead of orjson")
+    fourth.gardener.close()
+    assert "saving checkpoint… (exit)" in said(capsys)
+    last = checkpoints_of(tmp_path)[0]
+    assert [f.status for f in last.facts.find("error")] == ["resolved"]
+    assert [f.text for f in last.facts.find("decision")] == ["use ujson instead of orjson"]
+
+
+def test_checkpoints_lists_newest_first(make_coder, llm, repo, tmp_path, capsys):
+    from aider.io import InputOutput
+
+    io = InputOutput(pretty=False, yes=True)
+    io.console.width = 200  # one row per checkpoint, as in a terminal
+    coder = make_coder(fnames=[str(repo / "app.py")], io=io)
+    coder.commands.run("/checkpoints")
+    assert "No checkpoints in " in capsys.readouterr().out
+    coder.run(with_message="use orjson instead of json for the cache files")
+    coder.commands.run("/checkpoint first note")
+    coder.run(with_message="never change the public API of parse")
+    coder.commands.run("/checkpoint")
+    (tmp_path / "store" / "checkpoints" / "broken.md").write_text("not a checkpoint")
+    capsys.readouterr()
+    coder.commands.run("/checkpoints")
+    lines = capsys.readouterr().out.splitlines()
+    newest, older = [cp.path.name for cp in checkpoints_of(tmp_path) if cp.path.name[0] == "2"]
+    assert lines[0].startswith("Checkpoints in ") and "newest first" in lines[0]
+    rows = [line.split() for line in lines[1:]]
+    assert [row[0] for row in rows if row[0][0].isdigit()] == [newest, older]
+    assert any(row[0] == "broken.md" and row[1] == "corrupt:" for row in rows)
+    rows = [row for row in rows if row[0][0].isdigit()]
+    assert rows[0][3] == "manual" and " ".join(rows[0][4:]) == ("1 decision, 1 constraint, 1 file")
+    assert " ".join(rows[1][4:]) == '1 decision, 1 file "first note"'
+
+
+def test_resume_by_name_prefix_or_path_with_completion(make_coder, llm, repo, tmp_path, capsys):
+    from aider.io import AutoCompleter
+    from prompt_toolkit.document import Document
+
+    first = make_coder()
+    first.run(with_message="use orjson instead of json for the cache files")
+    first.commands.run("/checkpoint")
+    first.run(with_message="never change the public API of parse")
+    first.commands.run("/checkpoint")
+    newest, older = [cp.path for cp in checkpoints_of(tmp_path)]
+
+    second = make_coder()
+    commands = second.commands
+    assert commands.get_completions("/resume") == sorted([newest.name, older.name])
+    completer = AutoCompleter(repo, [], [], commands, "utf-8")
+    text = "/resume " + older.name[:10]
+    shown = [c.text for c in completer.get_completions(Document(text), None)]
+    assert shown == sorted([newest.name, older.name])  # both share the date
+
+    def resumed(arg):
+        capsys.readouterr()
+        commands.run(f"/resume {arg}")
+        out = capsys.readouterr()
+        return out.out + out.err
+
+    assert "resumed from checkpoint" in resumed(older.stem)  # a bare name, without .md
+    assert [f.text for f in second.gardener.facts.book.find("constraint")] == []
+    assert "resumed from checkpoint" in resumed(newest.name)
+    assert len(second.gardener.facts.book.find("constraint")) == 1
+    assert "matches 2 checkpoints" in resumed(older.name[:9])  # ambiguous prefix
+    assert "no checkpoint named" in resumed("nope")
+    assert "resumed from checkpoint" in resumed(older.name[: len(older.stem) - 2])  # unique
+    assert "resumed from checkpoint" in resumed(str(newest))  # a path
+    copy = repo / "mine.md"
+    copy.write_text(older.read_text())
+    assert "resumed from checkpoint" in resumed("mine.md")  # relative to the project
+
+
+def test_resume_puts_the_files_back(make_coder, llm, repo, tmp_path, capsys):
+    (repo / "lib.py").write_text("X = 1\n")
+    (repo / "old.py").write_text("Y = 2\n")
+    (repo / "notes.md").write_text("notes\n")
+    first = make_coder(fnames=[str(repo / "app.py"), str(repo / "old.py")])
+    first.commands.run("/read-only notes.md")
+    first.commands.run("/add lib.py")
+    first.commands.run("/drop lib.py")
+    first.run(with_message="use orjson instead of json for the cache files")
+    first.gardener.close()
+    (repo / "old.py").unlink()
+
+    second = make_coder()
+    assert second.abs_fnames == set()
+    capsys.readouterr()
+    second.commands.run("/resume")
+    out = said(capsys)
+    assert "gardener: files back in the chat: app.py; read-only: notes.md;" in out
+    assert "missing, not added: old.py" in out
+    assert second.get_inchat_relative_files() == ["app.py"]
+    assert {second.get_rel_fname(p) for p in second.abs_read_only_fnames} == {"notes.md"}
+    ops = {f.key: f.detail["op"] for f in second.gardener.facts.book.find("file")}
+    assert ops == {
+        "app.py": "added",
+        "old.py": "dropped",
+        "notes.md": "read-only",
+        "lib.py": "dropped",
+    }
+
+
+def test_sigterm_writes_the_exit_checkpoint_then_chains(make_coder, llm, repo, tmp_path, capsys):
+    """A real SIGTERM to this process: the checkpoint is written, then the handler that was
+    there before runs (here a recorder, so pytest lives); close() puts it back."""
+    import os
+    import signal
+
+    seen = []
+    original = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        coder = make_coder()
+        coder.run(with_message="never change the public API of parse")
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == [signal.SIGTERM]
+        (cp,) = checkpoints_of(tmp_path)
+        assert cp.trigger == "exit" and cp.note == "SIGTERM"
+        assert "never change the public API of parse" in cp.body
+        assert "gardener: saving checkpoint… (SIGTERM)" in said(capsys)
+        coder.gardener.close()
+        assert len(checkpoints_of(tmp_path)) == 1  # nothing new since
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == [signal.SIGTERM] * 2
+    finally:
+        signal.signal(signal.SIGTERM, original)
