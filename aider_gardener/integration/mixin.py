@@ -24,6 +24,7 @@ Passive coders (the architect's editor, the ``/lint`` clone, ``/help``) run plai
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -33,7 +34,7 @@ from ..tokens import count_tokens
 from .eviction import GardenerSummary, evict, history_tokens
 from .incremental import incremental_view
 from .ingest import model_name, sync
-from .rag import inject
+from .rag import inject, preview_recall
 from .session import (
     GardenerSession,
     Hint,
@@ -72,6 +73,7 @@ class GardenerMixin:
     _garden_counted: int | None = None
     _garden_observer: GardenerSession | None = None
     _garden_before: dict | None = None
+    _garden_previewing = False
 
     def __init__(self, main_model, io, *args, **kwargs):
         self._garden_passive = bool(creating_passive() or self.edit_format == "help")
@@ -227,10 +229,39 @@ class GardenerMixin:
 
     # -- building the request ------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def garden_preview(self):
+        """Inside this block ``format_chat_chunks`` builds the prompt the next request would
+        carry, without doing anything: ``/tokens`` and ``/context-pressure`` must measure the
+        prompt, not change it (no ingest, eviction, checkpoint, warning, status line or store
+        write; recall reads only)."""
+        before = self._garden_previewing
+        self._garden_previewing = True
+        try:
+            yield self
+        finally:
+            self._garden_previewing = before
+
+    def _garden_preview_chunks(self, g: GardenerSession) -> Any:
+        """The view (incremental summary, state block) and the recall pair a request sent now
+        would carry; the incremental view's cut point and line cache are put back after."""
+        compiled, floor = dict(g.compiled), g.compiled_floor
+        try:
+            chunks = self._garden_view(g, super().format_chat_chunks())
+        finally:
+            g.compiled.clear()
+            g.compiled.update(compiled)
+            g.compiled_floor = floor
+        if g.config.rag:
+            g.attempt("recall", preview_recall, g, self, chunks, self._garden_query())
+        return chunks
+
     def format_chat_chunks(self):
         g = self._garden
         if g is None:
             return super().format_chat_chunks()
+        if self._garden_previewing:
+            return self._garden_preview_chunks(g)
         g.attempt("ingest", sync, g, self)
         self._garden_counted = None
         if g.config.llm_refine:

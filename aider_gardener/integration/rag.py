@@ -109,11 +109,28 @@ def _relevant(hit: Any, rank: int, terms: list[str], text: str) -> bool:
     return shared >= needed
 
 
+def _fits(chunks: Any) -> bool:
+    done = chunks.done
+    return not done or done[-1].get("role") == "assistant"  # else alternation would break
+
+
+def preview_recall(session: GardenerSession, coder: Any, chunks: Any, query: str) -> list[str]:
+    """The pair ``inject`` would add, added to ``chunks`` without recording it anywhere (no
+    ``rag_ids``, events or stats; recall of summaries only reads the store): what ``/tokens``
+    and ``/context-pressure`` count. Returns its entry ids."""
+    if not _fits(chunks):
+        return []
+    pair, ids = recall_pair(session, coder, query)
+    if pair:
+        chunks.done = list(chunks.done) + pair
+    return ids
+
+
 def inject(session: GardenerSession, coder: Any, chunks: Any, query: str) -> int:
     """Append the recall pair to ``chunks.done`` as a new list; returns the entries added."""
+    if not _fits(chunks):
+        return 0
     done = chunks.done
-    if done and done[-1].get("role") != "assistant":
-        return 0  # the pair would break user/assistant alternation
     pair, ids = recall_pair(session, coder, query)
     if not pair:
         session.rag_ids = []

@@ -1,110 +1,225 @@
-"""``/context-pressure``: the live prompt against the model's window, and the store's report.
+"""``/tokens``, ``/context-pressure`` and ``/evict``: the prompt as the next request carries it.
 
-The prompt is counted as Aider will send it (``format_messages()``), split by chunk (system
-prompt and examples, repo map, read-only and chat files, history by class and state, recalled
-context), so the user sees where the window goes and what the gardener can still take out.
+One measurement serves all three, so they cannot disagree with each other or with the request:
+the chunks come from ``format_messages()`` inside ``coder.garden_preview()`` (the view, the
+session-state block and the recall pair, built without ingesting, evicting, checkpointing or
+writing to the store), and every count is Aider's own ``main_model.token_count`` over message
+lists, the count Aider prints as "Tokens: N sent". The rows add up to that total exactly: the
+per-request framing (the reply priming litellm adds once) is counted with the system prompt.
+
+The budget is shown as configured; the state block's share of it is shown beside it, because
+eviction pays for the block out of the budget and a netted figure (1,500 shown as 1,226) reads
+as a bug. Recommendations name only things the user can do: a chat command that exists
+(``/drop``, ``/evict``, ``/soft-restart``, ``/clear``) or a restart flag.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..tokens import count_tokens
+from aider.utils import is_image_file
+
+from .continuity import STATE_HEADER
+from .eviction import _slots, history_tokens, priority
+from .incremental import HEADER as INCREMENTAL_HEADER
 from .ingest import model_name
+from .rag import HEADER as RECALL_HEADER
 from .session import GardenerSession, window_of
 
+HIGH_SHARE = 0.80  # of the window: above it the recommendation is about the biggest part
+SHOW_NEXT = 3  # lowest-priority messages listed as what /evict takes first
 
-def _tokens(messages: list, model: str) -> int:
-    total = 0
-    for msg in messages or ():
-        content = msg.get("content")
-        if isinstance(content, str):
-            total += count_tokens(content, model) + 4
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    total += count_tokens(part["text"], model)
-            total += 4
-    return total
+SYSTEM, EXAMPLES, READONLY, REPO = "system prompt", "examples", "read-only files", "repo map"
+STATE, HISTORY, RECALLED, FILES = "session state", "chat history", "recalled context", "chat files"
+ORDER = (SYSTEM, EXAMPLES, READONLY, REPO, STATE, HISTORY, RECALLED, FILES)
 
 
-def live_pressure(coder: Any, session: GardenerSession) -> dict[str, Any]:
-    """Token counts of the prompt Aider would send now, by chunk and by history class."""
-    model = model_name(coder)
-    chunks = coder.format_messages()
-    parts = {
-        "system prompt": _tokens(chunks.system, model) + _tokens(chunks.reminder, model),
-        "examples": _tokens(chunks.examples, model),
-        "read-only files": _tokens(chunks.readonly_files, model),
-        "repo map": _tokens(chunks.repo, model),
-        "chat files": _tokens(chunks.chat_files, model),
-    }
+def _counter(coder: Any):
+    """Tokens of a message list as Aider counts a request, without the once-per-request
+    framing (returned second, so the parts can carry it once)."""
+    count = coder.main_model.token_count
+    base = int(count([]) or 0)
+
+    def tokens(messages: list) -> int:
+        return max(0, int(count(list(messages)) or 0) - base) if messages else 0
+
+    return tokens, base
+
+
+def _gardener_label(msg: dict) -> str | None:
+    content = msg.get("content")
+    if msg.get("role") != "user" or not isinstance(content, str):
+        return None
+    if content.startswith(STATE_HEADER):
+        return STATE
+    if content.startswith(RECALL_HEADER):
+        return RECALLED
+    if content.startswith(INCREMENTAL_HEADER):
+        return "summary of earlier turns"
+    return None
+
+
+def measure(coder: Any, session: GardenerSession) -> dict[str, Any]:
+    """The prompt a request sent now would carry, by part and by history class; no side
+    effects (``garden_preview``). ``total`` is ``main_model.token_count`` of its messages."""
+    with coder.garden_preview():
+        chunks = coder.format_messages()
+    tokens, base = _counter(coder)
+    parts = dict.fromkeys(ORDER, 0)
+    parts[SYSTEM] = tokens(chunks.system) + tokens(chunks.reminder) + base
+    parts[EXAMPLES] = tokens(chunks.examples)
+    parts[READONLY] = tokens(chunks.readonly_files)
+    parts[REPO] = tokens(chunks.repo)
+    parts[FILES] = tokens(chunks.chat_files)
     by_class: dict[str, list[int]] = {}
-    history = 0
-    shared = {id(m) for m in list(coder.done_messages) + list(coder.cur_messages)}
+    pending: str | None = None  # the assistant half of a gardener pair takes the user half's
     for msg in list(chunks.done) + list(chunks.cur):
-        n = _tokens([msg], model)
-        history += n
+        n = tokens([msg])
+        label = _gardener_label(msg)
+        if label is None and pending and msg.get("role") == "assistant":
+            label = pending
+        pending = label
+        if label in (STATE, RECALLED):
+            parts[label] += n
+            continue
+        parts[HISTORY] += n
         meta = session.meta(msg)
-        if meta is not None:
-            key = f"{meta.cls} ({meta.state})" if meta.state != "full" else meta.cls
-        elif id(msg) in shared:
-            key = "untracked"
-        else:
-            key = "gardener context"  # the recall pair or the incremental summary
-        row = by_class.setdefault(key, [0, 0])
+        if label is None:
+            if meta is None:
+                label = "untracked"
+            else:
+                label = f"{meta.cls} ({meta.state})" if meta.state != "full" else meta.cls
+        row = by_class.setdefault(label, [0, 0])
         row[0] += 1
         row[1] += n
-    total = sum(parts.values()) + history
+    messages = chunks.all_messages()
+    total = int(coder.main_model.token_count(messages) or 0) + _pending_reminder(coder, chunks)
+    parts[SYSTEM] += total - sum(parts.values())  # non-additive tokenizers: keep rows exact
     original = 0
     for lst in (coder.done_messages, coder.cur_messages):
         for msg in lst:
             meta = session.meta(msg)
-            original += meta.tokens_full if meta is not None else _tokens([msg], model)
+            original += meta.tokens_full if meta is not None else tokens([msg])
+    configured = session.configured_budget(coder)
+    keeper = session.continuity
+    state_share = keeper.state_tokens(coder) if keeper is not None else 0
     return {
-        "model": model,
+        "model": model_name(coder),
         "window": window_of(coder),
-        "budget": session.budget(coder),
+        "messages": messages,
         "parts": parts,
-        "history": history,
-        "history_original": original,
         "history_by_class": by_class,
+        "history_original": original,
         "total": total,
+        "budget": configured,
+        "budget_set": bool(session.config.budget),
+        "state_share": state_share,
+        "history_limit": session.budget(coder),
+        "history_counted": history_tokens(session, coder),
+        "recall_ids": _recall_ids(messages),
+        "next_to_evict": next_to_evict(coder, session),
     }
 
 
-def recommendation(live: dict[str, Any], store_report: dict[str, Any]) -> str:
-    window = live["window"]
-    if window and live["total"] >= 0.8 * window:
-        biggest = max(live["parts"].items(), key=lambda kv: kv[1])
-        if biggest[1] >= live["history"]:
+def _pending_reminder(coder: Any, chunks: Any) -> int:
+    """Models with ``reminder: user`` get the system reminder appended to the user's message
+    (Aider's ``format_chat_chunks``): between turns there is no such message yet, but the next
+    request will carry the reminder in it, so it is counted with the system prompt."""
+    model = coder.main_model
+    reminder = getattr(coder.gpt_prompts, "system_reminder", "")
+    if getattr(model, "reminder", None) != "user" or not reminder:
+        return 0
+    if chunks.cur and chunks.cur[-1].get("role") == "user":
+        return 0  # already in it
+    return int(model.token_count("\n\n" + coder.fmt_system_prompt(reminder)) or 0)
+
+
+def _recall_ids(messages: list) -> list[str]:
+    import re
+
+    for msg in messages:
+        if _gardener_label(msg) == RECALLED:
+            return re.findall(r"^--- id=(\w+)", msg["content"], re.M)
+    return []
+
+
+def next_to_evict(coder: Any, session: GardenerSession, limit: int = SHOW_NEXT) -> list[Any]:
+    """The messages ``/evict`` would shrink first (lowest priority, not protected), read only."""
+    slots = [
+        s
+        for s in _slots(session, coder, hard=False)
+        if not s.protected and s.meta is not None and s.meta.entry_id and s.meta.state != "ref"
+    ]
+    slots.sort(key=lambda s: priority(s.meta, session))
+    return [s.meta for s in slots[:limit]]
+
+
+def recommendation(live: dict[str, Any], coder: Any) -> str:
+    """One line naming a command (or a restart flag) that acts on the biggest problem."""
+    window, total, parts = live["window"], live["total"], live["parts"]
+    over = live["history_counted"] > live["history_limit"]
+    if window and total >= HIGH_SHARE * window:
+        where, size = max(parts.items(), key=lambda kv: kv[1])
+        head = f"High pressure: the prompt uses {total:,} of {window:,} tokens, most of it {where}"
+        head += f" ({size:,})"
+        if where in (FILES, READONLY):
+            big = _largest_files(coder)
+            return head + f"; /drop {big} to free it." if big else head + "; /drop files."
+        if where == REPO:
+            return head + f"; restart with a smaller --map-tokens (now {size:,})."
+        if where in (HISTORY, STATE, RECALLED):
             return (
-                f"High pressure: the prompt uses {live['total']:,} of {window:,} tokens, most of"
-                f" it {biggest[0]} ({biggest[1]:,}); /drop files or lower --map-tokens."
+                head + "; /evict N frees N tokens now, /soft-restart checkpoints and clears the"
+                " chat (the store keeps everything)."
             )
+        return head + "; /drop files or /clear the chat."
+    if over:
         return (
-            f"High pressure: the prompt uses {live['total']:,} of {window:,} tokens; lower"
-            " --gardener-budget or /clear."
+            f"History ({live['history_counted']:,} tokens) is over the gardener budget"
+            f" ({live['budget']:,}, of which the session state takes {live['state_share']:,});"
+            " /evict now, or the next request evicts down to it."
         )
-    if live["history"] > live["budget"]:
-        return (
-            f"History ({live['history']:,} tokens) is over the gardener budget"
-            f" ({live['budget']:,}); the next request will evict down to it."
-        )
-    return store_report.get("recommendation") or "Healthy: no action needed."
+    return "Healthy: no action needed."
+
+
+def _largest_files(coder: Any) -> str:
+    sizes = []
+    for fname in list(coder.abs_fnames) + list(coder.abs_read_only_fnames):
+        try:
+            text = coder.io.read_text(fname, silent=True) or ""
+        except TypeError:  # an io without ``silent``
+            text = coder.io.read_text(fname) or ""
+        sizes.append((len(text), coder.get_rel_fname(fname)))
+    sizes.sort(reverse=True)
+    return " ".join(name for _, name in sizes[:2])
+
+
+def _budget_line(live: dict[str, Any]) -> str:
+    """Eviction's own arithmetic (message text, no framing), so it differs from the rows above
+    by a few tokens a message; the configured figure is shown as configured."""
+    source = "--gardener-budget" if live["budget_set"] else "Aider's chat history size"
+    return (
+        f"Gardener budget {live['budget']:,} tokens ({source}) for the session state"
+        f" ({live['state_share']:,}) and the chat history ({live['history_counted']:,}),"
+        f" counted as message text: history is evicted above {live['history_limit']:,}."
+    )
 
 
 def show_pressure(coder: Any, session: GardenerSession, io: Any) -> None:
-    live = session.attempt("pressure", live_pressure, coder, session)
-    store = session.open_store(coder)
-    store_report = (
-        session.attempt("pressure", store.context_pressure, 5, live and live["budget"], default={})
-        if store is not None
-        else {}
-    ) or {}
+    """``/context-pressure``: read only; this session's prompt and this session's entries."""
+    live = session.attempt("pressure", measure, coder, session)
     if live is None:
         io.tool_error("Could not measure the live prompt.")
         return
+    store = session.store  # opened by the first request; a report never opens (creates) it
+    store_report = {}
+    if store is not None:
+        from ..store.pressure import context_pressure
+
+        store_report = (
+            session.attempt("pressure", context_pressure, store, 5, None, "session", default={})
+            or {}
+        )
     window = live["window"]
 
     def row(tokens: int, label: str, note: str = "") -> None:
@@ -114,32 +229,42 @@ def show_pressure(coder: Any, session: GardenerSession, io: Any) -> None:
     io.tool_output(
         f"Context pressure for {live['model']}"
         + (f" (window {window:,} tokens)" if window else "")
-        + ", in tokens:"
+        + ", in tokens, as the next request carries it:"
     )
     io.tool_output()
     for label, tokens in live["parts"].items():
-        if tokens:
+        if label == HISTORY:
+            row(tokens, HISTORY, f"(originally {live['history_original']:,})")
+            for name, (count, n) in sorted(
+                live["history_by_class"].items(), key=lambda kv: -kv[1][1]
+            ):
+                row(n, f"  {name}", f"{count} message(s)")
+        elif label == RECALLED and tokens:
+            row(tokens, label, "for the last message: " + ", ".join(live["recall_ids"]))
+        elif tokens:
             row(tokens, label)
-    row(
-        live["history"],
-        "chat history",
-        f"(originally {live['history_original']:,}; gardener budget {live['budget']:,})",
-    )
-    for label, (count, tokens) in sorted(
-        live["history_by_class"].items(), key=lambda kv: -kv[1][1]
-    ):
-        row(tokens, f"  {label}", f"{count} message(s)")
     io.tool_output("=" * 18)
-    row(live["total"], "total prompt")
+    row(live["total"], "total prompt", "(/tokens counts the same)")
     if window:
         io.tool_output(f"{window - live['total']:>9,}         remaining in the context window")
-    if store_report:
-        io.tool_output()
+    io.tool_output()
+    io.tool_output(_budget_line(live))
+    if live["next_to_evict"]:
         io.tool_output(
-            f"Store ({store_report.get('scope')} scope): {store_report.get('entries', 0)}"
-            f" entries, {store_report.get('tokens_original', 0):,} tokens stored as"
+            "First to go with /evict: "
+            + ", ".join(
+                f"{m.entry_id or 'filler'} ({m.cls} {m.state}, {m.tokens_now:,} tok)"
+                for m in live["next_to_evict"]
+            )
+        )
+    if store_report:
+        project = store_report.get("project") or {}
+        io.tool_output(
+            f"Store (this session): {store_report.get('entries', 0)} entries,"
+            f" {store_report.get('tokens_original', 0):,} tokens kept as"
             f" {store_report.get('tokens_summary', 0):,} in summaries"
-            f" (ratio {store_report.get('ratio', 1.0):.3f})"
+            f" (ratio {store_report.get('ratio', 1.0):.3f}); the project's store holds"
+            f" {project.get('entries', 0)} entries ({project.get('tokens_original', 0):,} tokens)."
         )
         for cls, v in sorted(
             (store_report.get("by_class") or {}).items(), key=lambda kv: -kv[1]["original"]
@@ -148,10 +273,79 @@ def show_pressure(coder: Any, session: GardenerSession, io: Any) -> None:
                 f"  {cls:<10} {v['count']:>5} entries {v['original']:>9,} -> {v['summary']:>8,}"
                 f"  ratio {v['ratio']:.3f}"
             )
-        cands = store_report.get("eviction_candidates") or []
-        if cands:
-            io.tool_output(
-                "Eviction candidates: "
-                + ", ".join(f"{c['id']} ({c['cls']}, {c['tokens']:,} tok)" for c in cands)
-            )
-    io.tool_output("Recommendation: " + recommendation(live, store_report))
+    io.tool_output("Recommendation: " + recommendation(live, coder))
+
+
+def show_tokens(coder: Any, session: GardenerSession, io: Any) -> None:
+    """Aider's ``/tokens`` table over the gardened prompt: with the state block and the recall
+    pair, and the history as eviction left it, so its total is the request's."""
+    live = measure(coder, session)
+    model = coder.main_model
+    price = model.info.get("input_cost_per_token") or 0
+    parts = live["parts"]
+    res = [(parts[SYSTEM], "system messages", "")]
+    if parts[EXAMPLES]:
+        res.append((parts[EXAMPLES], "example messages", ""))
+    if parts[STATE]:
+        res.append((parts[STATE], "session state", "facts kept by aider-gardener"))
+    if live["history_by_class"] or parts[HISTORY]:
+        res.append((parts[HISTORY], "chat history", "use /evict to shrink, /clear to clear"))
+    if parts[RECALLED]:
+        res.append((parts[RECALLED], "recalled context", "for the last message"))
+    if parts[REPO]:
+        res.append((parts[REPO], "repository map", "use --map-tokens to resize"))
+    res.extend(_file_rows(coder, parts[FILES] + parts[READONLY]))
+
+    io.tool_output(f"Context window usage for {model.name}, in tokens (the next request's):")
+    io.tool_output()
+    width, cost_width = 8, 9
+    col_width = max(len(r[1]) for r in res)
+    total_cost = 0.0
+    for tk, msg, tip in res:
+        cost = tk * price
+        total_cost += cost
+        io.tool_output(f"${cost:7.4f} {tk:>{width},} {msg.ljust(col_width)} {tip}".rstrip())
+    io.tool_output("=" * (width + cost_width + 1))
+    io.tool_output(f"${total_cost:7.4f} {live['total']:>{width},} tokens total")
+    limit = live["window"]
+    if not limit:
+        return
+    pad = " " * cost_width
+    remaining = limit - live["total"]
+    if remaining > 1024:
+        io.tool_output(f"{pad}{remaining:>{width},} tokens remaining in context window")
+    else:
+        io.tool_error(
+            f"{pad}{remaining:>{width},} tokens remaining in context window (use /drop, /evict"
+            " or /clear to make space)"
+        )
+    io.tool_output(f"{pad}{limit:>{width},} tokens max context window size")
+
+
+def _file_rows(coder: Any, chunk_tokens: int) -> list[tuple[int, str, str]]:
+    """A row per file, as Aider estimates it, plus the files prompt's own words, so the rows
+    still add up to the tokens the file messages take."""
+    if not chunk_tokens:
+        return []
+    model = coder.main_model
+    fence = "`" * 3
+    rows = []
+    for fname, suffix in [(f, "") for f in coder.abs_fnames] + [
+        (f, " (read-only)") for f in coder.abs_read_only_fnames
+    ]:
+        rel = coder.get_rel_fname(fname)
+        if is_image_file(rel):
+            n = int(model.token_count_for_image(fname) or 0)
+        else:
+            content = coder.io.read_text(fname)
+            if content is None:
+                continue
+            n = int(model.token_count(f"{rel}\n{fence}\n{content}{fence}\n") or 0)
+        rows.append((n, rel + suffix, "/drop to remove"))
+    rows.sort()
+    rest = chunk_tokens - sum(r[0] for r in rows)
+    if rest < 0:
+        return [(chunk_tokens, "chat files", "/drop to remove")]
+    if rest:
+        rows.insert(0, (rest, "file listing prompts", ""))
+    return rows

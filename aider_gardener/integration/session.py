@@ -333,13 +333,17 @@ class GardenerSession:
 
     def budget(self, coder: Any) -> int:
         """History tokens allowed; the session-state block, which heads the history, is paid
-        for out of it."""
-        if self.config.budget:
-            total = int(self.config.budget)
-        else:
-            total = max(MIN_BUDGET, aider_history_tokens(coder))
+        for out of it (at most half)."""
+        total = self.configured_budget(coder)
         state = self.continuity.state_tokens(coder) if self.continuity is not None else 0
         return max(total // 2, total - state)
+
+    def configured_budget(self, coder: Any) -> int:
+        """The budget as the user set it (``--gardener-budget``, else Aider's history size):
+        what reports show, with the state block's share beside it, never netted into it."""
+        if self.config.budget:
+            return int(self.config.budget)
+        return max(MIN_BUDGET, aider_history_tokens(coder))
 
 
 def _new_session_id() -> str:

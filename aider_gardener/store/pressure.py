@@ -23,15 +23,25 @@ HIGH_PRESSURE = 0.80  # of the budget
 POOR_RATIO = 0.70
 
 
-def context_pressure(store: "Store", limit: int = 5, budget: int | None = None) -> dict[str, Any]:
+def context_pressure(
+    store: "Store", limit: int = 5, budget: int | None = None, scope: str | None = None
+) -> dict[str, Any]:
     """``{"entries", "tokens_original", "tokens_summary", "ratio", "saved", "by_class",
     "eviction_candidates", "recommendation", "scope", "session_id", "pinned",
-    "pending_embeddings"}``; ``by_class`` maps class to ``{count, original, summary, ratio}``,
-    candidates are ``{id, cls, tokens, priority, path, command}`` lowest priority first.
-    Counts cover active entries in the store's scope."""
-    scope_sql, scope_args = store._scope_sql("e")
+    "pending_embeddings", "project"}``; ``by_class`` maps class to ``{count, original, summary,
+    ratio}``, candidates are ``{id, cls, tokens, priority, path, command}`` lowest priority
+    first. Counts cover active entries in ``scope`` (default: the store's own): "session" is
+    what this session ingested or met again, which is what a person at the chat asks about even
+    when recall searches the whole project. ``project`` is the whole store's ``{entries,
+    tokens_original, tokens_summary}`` (active entries), for one line of context."""
+    scope = scope or store.scope
+    if scope == "session":
+        scope_sql = " AND e.id IN (SELECT entry_id FROM entry_sessions WHERE session_id = ?)"
+        scope_args: tuple = (store.session_id,)
+    else:
+        scope_sql, scope_args = "", ()
 
-    def q(c: sqlite3.Connection) -> tuple[list, list, int, int]:
+    def q(c: sqlite3.Connection) -> tuple[list, list, int, int, tuple]:
         by_class = c.execute(
             "SELECT cls, count(*), coalesce(sum(tokens_original), 0),"
             " coalesce(sum(tokens_summary), 0) FROM entries e WHERE active = 1"
@@ -51,9 +61,13 @@ def context_pressure(store: "Store", limit: int = 5, budget: int | None = None) 
             scope_args,
         ).fetchone()[0]
         pending = c.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
-        return by_class, candidates, pinned, pending
+        project = c.execute(
+            "SELECT count(*), coalesce(sum(tokens_original), 0),"
+            " coalesce(sum(tokens_summary), 0) FROM entries WHERE active = 1"
+        ).fetchone()
+        return by_class, candidates, pinned, pending, project
 
-    rows, cand_rows, pinned, pending = store.read(q)
+    rows, cand_rows, pinned, pending, project = store.read(q)
     classes = {
         cls: {"count": n, "original": o, "summary": s, "ratio": _ratio(s, o)}
         for cls, n, o, s in rows
@@ -80,10 +94,11 @@ def context_pressure(store: "Store", limit: int = 5, budget: int | None = None) 
         "saved": total_o - total_s,
         "by_class": classes,
         "eviction_candidates": candidates,
-        "scope": store.scope,
+        "scope": scope,
         "session_id": store.session_id,
         "pinned": pinned,
         "pending_embeddings": pending,
+        "project": dict(zip(("entries", "tokens_original", "tokens_summary"), project)),
     }
     if budget:
         report["budget"] = budget

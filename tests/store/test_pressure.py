@@ -122,3 +122,27 @@ def test_budget_is_reported(store):
     assert report["budget"] == e.tokens_summary and report["recommendation"].startswith(
         "High pressure"
     )
+
+
+def test_session_scope_on_a_project_store(tmp_path):
+    """The chat's report asks for this session's entries even when recall searches the whole
+    project: an entry met again in this session counts, the project total is one line beside."""
+    folder = tmp_path / "gs"
+    with Store(folder, vectors=False) as old:
+        seen_again = old.ingest("INFO cache warmed in 12 ms\n" * 40, cls="log")
+        only_old = old.ingest("INFO from an earlier session\n" * 30, cls="log")
+    with Store(folder, vectors=False) as s:
+        assert s.scope == "project"
+        s.ingest("ERROR ZebraTimeout in app/frobnicate.py:42\n" * 5, Source(role="tool"))
+        again = s.ingest("INFO cache warmed in 12 ms\n" * 40, cls="log")
+        assert again.id == seen_again.id
+        mine = context_pressure(s, scope="session")
+        whole = context_pressure(s)
+    assert mine["scope"] == "session" and whole["scope"] == "project"
+    assert mine["entries"] == 2 and whole["entries"] == 3
+    assert mine["project"] == whole["project"]
+    assert mine["project"]["entries"] == 3
+    assert mine["project"]["tokens_original"] == whole["tokens_original"]
+    assert only_old.id in {c["id"] for c in whole["eviction_candidates"]}
+    assert only_old.id not in {c["id"] for c in mine["eviction_candidates"]}
+    assert mine["tokens_original"] < whole["tokens_original"]
