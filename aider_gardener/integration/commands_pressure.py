@@ -56,8 +56,17 @@ class PressureCommands:
         session.attempt("evict", _evict, self.coder, session, self.io, int(text) if text else None)
 
 
+def _nothing(io: Any, session: Any, before: int, amount: int | None) -> None:
+    recent = session.config.recent_turns
+    more = "" if amount is not None else "; /evict N takes from the last turns too"
+    io.tool_output(
+        f"Nothing could be evicted: the history ({before:,} tokens) is the last {recent}"
+        f" turn(s), pinned messages and one-line references{more}."
+    )
+
+
 def _evict(coder: Any, session: Any, io: Any, amount: int | None) -> None:
-    from .eviction import evict, history_tokens
+    from .eviction import _slots, evict, history_tokens
     from .ingest import sync
 
     sync(session, coder)
@@ -69,6 +78,12 @@ def _evict(coder: Any, session: Any, io: Any, amount: int | None) -> None:
             f" {limit:,}); nothing to evict. /evict N frees N tokens now."
         )
         return
+    if amount is None and not any(
+        not s.protected and s.meta is not None and s.meta.stored
+        for s in _slots(session, coder, hard=False)
+    ):
+        # nothing eviction may touch: say so before it writes its tier-2 checkpoint for nothing
+        return _nothing(io, session, before, amount)
     metas = [
         (meta, meta.state, meta.tokens_now)
         for lst in (coder.done_messages, coder.cur_messages)
@@ -85,13 +100,7 @@ def _evict(coder: Any, session: Any, io: Any, amount: int | None) -> None:
         elif meta.state != state:
             changed.append((meta, state, meta.state, tokens, meta.tokens_now))
     if not changed:
-        recent = session.config.recent_turns
-        more = "" if amount is not None else "; /evict N takes from the last turns too"
-        io.tool_output(
-            f"Nothing could be evicted: the history ({before:,} tokens) is the last {recent}"
-            f" turn(s), pinned messages and one-line references{more}."
-        )
-        return
+        return _nothing(io, session, before, amount)
     io.tool_output(
         f"Evicted {len(changed)} message(s): history {before:,} -> {after:,} tokens"
         f" (freed {before - after:,}; evicted above {limit:,}):"

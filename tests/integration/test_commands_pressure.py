@@ -167,7 +167,7 @@ def test_default_budget_is_aiders_history_size(make_coder, llm, capsys):
     assert f"Gardener budget {expected:,} tokens (Aider's chat history size)" in flat(out)
 
 
-def test_evict_frees_what_was_asked_and_lists_it(make_coder, llm, script, capsys):
+def test_evict_frees_what_was_asked_and_lists_it(make_coder, llm, script, capsys, tmp_path):
     coder = make_coder(fnames=["app.py"], max_output=100_000)
     llm.replies = ["Noted."]
     coder.run(with_message="look at the import")
@@ -177,10 +177,12 @@ def test_evict_frees_what_was_asked_and_lists_it(make_coder, llm, script, capsys
     assert log.state == "full" and log.tokens_full > 10_000
     capsys.readouterr()
 
-    coder.commands.cmd_evict("")  # within the default budget? no: 12k > 8k, but all recent
+    saved = list(tmp_path.rglob("checkpoints/*.md"))
+    coder.commands.cmd_evict("")  # 12k is over the default 8k, but all of it is recent
     out = capsys.readouterr().out
     assert "Nothing could be evicted" in out and "/evict N" in out
     assert log.state == "full"
+    assert list(tmp_path.rglob("checkpoints/*.md")) == saved and "checkpoint" not in out
 
     coder.commands.cmd_evict("5,000")
     out = capsys.readouterr().out
