@@ -1,102 +1,484 @@
-"""The store's chat commands: ``/recall QUERY [--add]``, ``/forget ID``, ``/pin ID``.
+"""The store's chat commands: ``/recall``, ``/show``, ``/forget``, ``/restore``, ``/pin``.
 
 A mixin of ``GardenCommands`` (commands.py); it uses ``self.coder``, ``self.io``, ``self.gardener``
 and ``self._store()`` from there.
+
+* ``/recall QUERY`` lists the best hits: id, class, the original's token cost, where it came
+  from, and the lines of the original that matched the query (numbered), so a user can judge a
+  hit without opening it. ``/recall ID [ID ...]`` lists those entries.
+* ``--add`` puts originals in the chat: the top hit of a query, or exactly the ids given. The
+  whole addition must fit the room left in the model's window (``room``), else nothing is added
+  and the command says how much would not fit. Added text is a ``recall`` message of the side
+  table made here, never ingested: it points at the entries it holds (so it is never stored a
+  second time), is kept verbatim for the next ``--gardener-recent-turns`` user turns (eviction
+  protects it, even when it evicts hard before an overflow), and only then ages into the
+  entries' summaries like any other output.
+* ``/show ID`` (or ``/recall ID --full``) prints the stored original. When it is longer than the
+  terminal and stdout is a terminal, it goes through ``$PAGER`` (else ``less -R`` when
+  installed); otherwise the first ``SHOW_LINES`` lines are printed and the whole original is
+  written to ``.aider.gardener/shown/ID.txt``; ``--all`` prints everything. A file and a flag
+  rather than an interactive "more" prompt: Aider's input loop owns the terminal between
+  commands, and a file can be opened in the user's editor.
+* ``/forget ID`` hides the entry and every stored copy of it from recall, ``/recall ID`` and
+  ``/show ID``; ``/forget --undo ID`` or ``/restore ID`` brings them back.
+
+Every command answers "No stored entry X." for an id the store does not have, malformed or not.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import shutil
+import subprocess
+import sys
 from typing import Any
 
-from .ingest import swap
-from .session import Hint
+from ..store.priority import extract_keys
+from ..tokens import count_tokens
+from .ingest import MAX_KEYS, RECALL_HEADER, model_name, swap
+from .session import MessageMeta, window_of
 
 ENTRY_ID = re.compile(r"^[a-z2-7]{10}$")
 RECALL_LIMIT = 5
 PREVIEW_LINES = 3
+PREVIEW_CHARS = 160
+# Matching lines are looked for in this much of an original (a 100 MB log must not stall the
+# prompt); the rest is still there for /show.
+SCAN_CHARS = 4_000_000
+SHOW_LINES = 40
+SHOWN_DIRNAME = "shown"
+RECALL_REPLY = "Ok."
+# The room an addition may take: up to the line above which the gardener's preflight would evict
+# hard before the next request (mixin.PREFLIGHT_SHARE), minus the prompt as it would be sent now.
+ROOM_SHARE = 0.95
+FLAGS = ("--add", "--full", "--all", "--undo")
+
+
+def _split(args: str) -> tuple[set[str], list[str]]:
+    words = args.split()
+    return {w for w in words if w in FLAGS}, [w for w in words if w not in FLAGS]
+
+
+def _stems(query: str) -> list[str]:
+    """The query's search terms, lower-cased, with a crude stem for longer words (FTS5 matched
+    "failing" for "failed" through porter; the preview should find that line too)."""
+    from ..store.db import query_terms
+
+    out: list[str] = []
+    for term in query_terms(query):
+        low = term.lower()
+        out.append(low)
+        if low.isalpha() and len(low) >= 5:
+            for suffix in ("ing", "ed", "es", "s"):
+                if low.endswith(suffix) and len(low) - len(suffix) >= 4:
+                    out.append(low[: -len(suffix)])
+                    break
+    return list(dict.fromkeys(out))
+
+
+def matching_lines(text: str, query: str, limit: int = PREVIEW_LINES) -> tuple[list, int]:
+    """([(line number, line)], how many lines matched): the lines sharing the most query
+    terms, shown in their order in the original."""
+    terms = _stems(query)
+    if not terms:
+        return [], 0
+    scored = []
+    for n, line in enumerate(text[:SCAN_CHARS].splitlines(), 1):
+        low = line.lower()
+        score = sum(1 for t in terms if t in low)
+        if score:
+            scored.append((-score, n, line))
+    best = sorted(sorted(scored)[:limit], key=lambda s: s[1])
+    return [(n, line) for _s, n, line in best], len(scored)
+
+
+def _clip(line: str) -> str:
+    line = line.rstrip()
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+
+
+def _origin(entry: Any) -> str:
+    if getattr(entry, "command", None):
+        return f"  `{entry.command}`"
+    if getattr(entry, "path", None):
+        return f"  {entry.path}"
+    return ""
+
+
+def _hidden_note(entry: Any) -> str | None:
+    """Why an inactive entry is not shown, with the way back; None for an active one."""
+    if entry.active:
+        return None
+    reason = entry.deleted_reason or ""
+    if reason.startswith("copy:"):
+        root = reason[len("copy:") :]
+        return f"id={entry.id} is forgotten (a copy of {root}); /restore {root} brings it back."
+    if reason == "ttl":
+        return f"id={entry.id} expired unused; /restore {entry.id} brings it back."
+    return f"id={entry.id} is forgotten; /restore {entry.id} brings it back."
 
 
 class RecallCommands:
+    # -- /recall -------------------------------------------------------------------------------
+
     def cmd_recall(self, args):
-        "Search what the gardener stored: /recall QUERY [--add] (--add puts originals in the chat)"
-        words = args.split()
-        add = "--add" in words
-        query = " ".join(w for w in words if w != "--add").strip()
-        if not query:
-            self.io.tool_error("Usage: /recall QUERY [--add]  (QUERY may be an entry id)")
+        "Search the gardener store: /recall QUERY|ID... [--add] [--full] (see /show)"
+        flags, words = _split(args)
+        if not words:
+            self.io.tool_error(
+                "Usage: /recall QUERY [--add]  |  /recall ID [ID ...] [--add]  |  /recall ID --full"
+            )
             return
         store = self._store()
         if store is None:
             return
-        hits = self._recall(store, query, add)
-        if not hits:
-            self.io.tool_output(f"Nothing stored matches {query!r}.")
+        entries = self._entries_by_id(store, words)
+        if entries is None:  # a search
+            query = " ".join(words)
+            hits = store.recall(query, limit=RECALL_LIMIT)
+            if not hits:
+                ids = [w for w in words if ENTRY_ID.match(w)]
+                for w in ids:
+                    self.io.tool_error(f"No stored entry {w}.")
+                if not ids:
+                    self.io.tool_output(f"Nothing stored matches {query!r}.")
+                return
+            found = store.get_entries([h.entry_id for h in hits])
+            entries = [found[h.entry_id] for h in hits if h.entry_id in found]
+            excerpts = {h.entry_id: getattr(h, "excerpt", "") or h.text for h in hits}
+        else:
+            query, excerpts = "", {}
+        if not entries:
             return
-        for hit in hits:
-            where = f"  {hit.source_path}" if hit.source_path else ""
-            self.io.tool_output(f"{hit.entry_id}  {hit.cls:<10} score {hit.score:.3f}{where}")
-            lines = [line for line in hit.text.splitlines() if line.strip()]
-            for line in lines[:PREVIEW_LINES]:
-                self.io.tool_output(f"    {line[:160]}")
-            if len(lines) > PREVIEW_LINES:
-                self.io.tool_output(f"    … {len(lines) - PREVIEW_LINES} more lines")
-        if add:
-            self._add_recalled(hits)
+        for entry in entries:
+            self._list_entry(entry, query, excerpts.get(entry.id, ""))
+        if "--full" in flags:
+            self._show(store, entries[0], "--all" in flags)
+        if "--add" in flags:
+            self._add_recalled(store, entries if not query else entries[:1])
+        elif "--full" not in flags:
+            self.io.tool_output(
+                "/recall ID --add puts an original in the chat; /show ID prints it whole."
+            )
 
-    def _recall(self, store: Any, query: str, full: bool) -> list:
-        if ENTRY_ID.match(query):
-            entry = store.get(query)
-            if entry is not None:
-                from ..store import RecallHit
+    def _entries_by_id(self, store: Any, words: list[str]) -> list | None:
+        """The live entries named by ``words`` when they are ids the store knows (telling the
+        user about unknown and forgotten ones); None when the words are a query. A word shaped
+        like an id that the store does not have is searched for (a ten-letter word is
+        id-shaped too); the search says "No stored entry" if it finds nothing."""
+        if not all(ENTRY_ID.match(w) for w in words):
+            return None
+        known = {w: store.get(w) for w in dict.fromkeys(words)}
+        if not any(known.values()):
+            return None
+        out = []
+        for w, entry in known.items():
+            if entry is None:
+                self.io.tool_error(f"No stored entry {w}.")
+            elif not entry.active:
+                self.io.tool_error(_hidden_note(entry))
+            else:
+                out.append(entry)
+        return out
 
-                if full:
-                    store.touch([entry.id])
-                text = entry.original if full else entry.summary
-                return [RecallHit(entry.id, entry.cls, 1.0, text, entry.path, entry.created)]
-        return store.recall(query, limit=RECALL_LIMIT, full=full)
+    def _list_entry(self, entry: Any, query: str, excerpt: str) -> None:
+        self.io.tool_output(
+            f"{entry.id}  {entry.cls:<10} {entry.tokens_original:>7,} tokens{_origin(entry)}"
+        )
+        lines, matched = matching_lines(entry.original, query) if query else ([], 0)
+        if lines:
+            width = len(str(lines[-1][0]))
+            for n, line in lines:
+                self.io.tool_output(f"    {n:>{width}}: {_clip(line)}")
+            if matched > len(lines):
+                self.io.tool_output(f"    … {matched - len(lines):,} more matching lines")
+            return
+        # an id lookup, or a hit found by meaning (vectors) or stem alone: its best part
+        text = excerpt or entry.summary
+        shown = [line for line in text.splitlines() if line.strip()]
+        for line in shown[:PREVIEW_LINES]:
+            self.io.tool_output(f"    {_clip(line)}")
+        total = len(entry.original.splitlines())
+        if total > PREVIEW_LINES:
+            self.io.tool_output(f"    ({total:,} lines; /show {entry.id} prints them)")
 
-    def _add_recalled(self, hits: list) -> None:
-        blocks = [f"--- id={h.entry_id} ({h.cls})\n{h.text.rstrip()}" for h in hits]
-        content = "Recalled from the gardener store at my request:\n\n" + "\n\n".join(blocks)
+    # -- --add ---------------------------------------------------------------------------------
+
+    def _room(self) -> tuple[int, int, int]:
+        """(tokens an addition may take, the model's input window, the prompt's tokens now).
+        The prompt is counted as Aider will send it (``format_messages``, which also applies
+        the eviction the next request would), like ``/context-pressure`` counts it."""
+        coder = self.coder
+        window = window_of(coder)
+        model = model_name(coder)
+        used = 0
+        for msg in coder.format_messages().all_messages():
+            content = msg.get("content")
+            if isinstance(content, str):
+                used += count_tokens(content, model) + 4
+            elif isinstance(content, list):
+                for part in content:
+                    if isinstance(part, dict) and isinstance(part.get("text"), str):
+                        used += count_tokens(part["text"], model)
+                used += 4
+        if not window:
+            return 1 << 62, 0, used
+        return max(0, int(ROOM_SHARE * window) - used), window, used
+
+    def _add_recalled(self, store: Any, entries: list) -> None:
         session = self.gardener
-        session.hint(content, Hint(kind="recall", command="/recall"))
-        self.coder.cur_messages += [
-            dict(role="user", content=content),
-            dict(role="assistant", content="Ok."),
-        ]
-        self.io.tool_output(f"Added {len(hits)} recalled original(s) to the chat.")
+        in_chat = self._verbatim_in_chat()
+        todo = []
+        for entry in entries:
+            if entry.id in in_chat:
+                self.io.tool_output(f"id={entry.id} is already in the chat in full.")
+            else:
+                todo.append(entry)
+        if not todo:
+            return
+        model = model_name(self.coder)
+        blocks = [f"--- id={e.id} ({e.cls}){_origin(e)}\n{e.original.rstrip()}" for e in todo]
+        content = RECALL_HEADER + "\n\n" + "\n\n".join(blocks)
+        costs = [count_tokens(b, model) for b in blocks]
+        cost = count_tokens(content, model) + count_tokens(RECALL_REPLY, model) + 8
+        room, window, used = self._room()
+        if cost > room:
+            what = ", ".join(f"id={e.id} ({n:,} tokens)" for e, n in zip(todo, costs))
+            self.io.tool_error(
+                f"Not added: {what} would not fit. The prompt uses {used:,} of the"
+                f" {window:,}-token window and {room:,} tokens are left for additions;"
+                f" /show ID prints an original without adding it, /drop or /clear make room."
+            )
+            return
+        user, reply = self._recall_messages(todo, content, model)
+        self.coder.cur_messages += [user.msg, reply.msg]
+        session.add(user)
+        session.add(reply)
+        store.touch([e.id for e in todo])
+        for e, n in zip(todo, costs):
+            self.io.tool_output(f"Added id={e.id} ({n:,} tokens) to the chat.")
+        turns = session.config.recent_turns
+        self.io.tool_output(
+            f"Kept verbatim for the next {turns} turn{'s' if turns != 1 else ''};"
+            f" {max(0, room - cost):,} tokens left for additions in the window."
+        )
+
+    def _recall_messages(
+        self, entries: list, content: str, model: str
+    ) -> tuple[MessageMeta, MessageMeta]:
+        """The side-table records of the (user, assistant) pair, made here rather than by
+        ``sync``: the text is in the store already, so it is never ingested again. The record
+        points at the first entry (its handle is what a reference line cites) and its summary is
+        the entries' summaries, which is what aging leaves in the chat once the kept turns
+        have passed."""
+        session = self.gardener
+        turn = session.turn + 1  # added between requests: it belongs to the next one
+        summary = (
+            RECALL_HEADER
+            + "\n\n"
+            + "\n\n".join(
+                f"--- id={e.id} ({e.cls}){_origin(e)}\n{e.summary.rstrip()}" for e in entries
+            )
+        )
+        tokens = count_tokens(content, model)
+        tokens_summary = count_tokens(summary, model)
+        if tokens_summary >= tokens:
+            summary, tokens_summary = content, tokens
+        ids = tuple(e.id for e in entries)
+        user = MessageMeta(
+            msg=dict(role="user", content=content),
+            original=content,
+            role="user",
+            kind="recall",
+            cls=str(entries[0].cls),
+            turn=turn,
+            command="/recall",
+            entry_id=ids[0],
+            stored=True,
+            summary=summary,
+            tokens_full=tokens,
+            tokens_summary=tokens_summary,
+            keys=ids + tuple(k for k in extract_keys(summary, MAX_KEYS) if k not in ids),
+        )
+        n = count_tokens(RECALL_REPLY, model)
+        reply = MessageMeta(
+            msg=dict(role="assistant", content=RECALL_REPLY),
+            original=RECALL_REPLY,
+            role="assistant",
+            kind="filler",
+            cls="prose",
+            turn=turn,
+            summary=RECALL_REPLY,
+            tokens_full=n,
+            tokens_summary=n,
+        )
+        session.last_user_turn = turn
+        return user, reply
+
+    def _verbatim_in_chat(self) -> set[str]:
+        """Entry ids whose whole original is in the chat now: a message in full, or a recalled
+        block that has not aged yet."""
+        out: set[str] = set()
+        for meta in list(self.gardener.table.values()):
+            if meta.state != "full":
+                continue
+            if meta.kind == "recall":
+                out.update(k for k in meta.keys if ENTRY_ID.match(k))
+            elif meta.entry_id:
+                out.add(meta.entry_id)
+        return out
+
+    # -- /show ---------------------------------------------------------------------------------
+
+    def cmd_show(self, args):
+        "Print a stored original in full: /show ID [--all] (long ones go through your pager)"
+        flags, words = _split(args)
+        if not words:
+            self.io.tool_error("Usage: /show ID [--all]  (the id from /recall or an id=… handle)")
+            return
+        store = self._store()
+        if store is None:
+            return
+        for w in words:
+            entry = store.get(w) if ENTRY_ID.match(w) else None
+            if entry is None:
+                self.io.tool_error(f"No stored entry {w}.")
+            elif not entry.active:
+                self.io.tool_error(_hidden_note(entry))
+            else:
+                self._show(store, entry, "--all" in flags)
+
+    def _show(self, store: Any, entry: Any, everything: bool) -> None:
+        text = entry.original.rstrip("\n")
+        lines = text.splitlines()
+        self.io.tool_output(
+            f"id={entry.id}  {entry.cls}  {entry.tokens_original:,} tokens,"
+            f" {len(lines):,} lines{_origin(entry)}"
+        )
+        store.touch([entry.id])
+        tty = _isatty()
+        height = max(10, shutil.get_terminal_size((80, SHOW_LINES + 2)).lines - 2)
+        limit = height if tty else SHOW_LINES
+        if everything or len(lines) <= limit:
+            self.io.tool_output(text)
+            return
+        if tty:
+            pager = _pager()
+            if pager and self._page(pager, text + "\n"):
+                self.io.tool_output(
+                    f"(paged with {pager[0]}; /show {entry.id} --all prints it here)"
+                )
+                return
+        self.io.tool_output("\n".join(lines[:SHOW_LINES]))
+        more = len(lines) - SHOW_LINES
+        rest = f"… {more:,} more lines not shown: /show {entry.id} --all prints them"
+        path = _write_shown(store, entry)
+        if path is not None:
+            rest += f"; the whole original is in {path}"
+        self.io.tool_output(rest + ".")
+
+    def _page(self, pager: list[str], text: str) -> bool:
+        """Run the pager on the text (it reads stdin and owns the terminal until it exits);
+        False when it could not run."""
+        try:
+            sys.stdout.flush()
+            subprocess.run(pager, input=text.encode("utf-8", "replace"), check=False)
+            return True
+        except (OSError, ValueError) as err:
+            self.io.tool_warning(f"Pager {' '.join(pager)!r} failed ({err}); printing instead.")
+            return False
+
+    # -- /forget, /restore, /pin ---------------------------------------------------------------
 
     def cmd_forget(self, args):
-        "Forget a stored entry by id: recall no longer shows it (the store can restore it)"
-        entry_id = args.strip()
-        if not ENTRY_ID.match(entry_id):
-            self.io.tool_error("Usage: /forget ID  (the id from a [full output stored: id=…] line)")
+        "Hide a stored entry and its copies from recall: /forget ID (/forget --undo ID restores)"
+        flags, words = _split(args)
+        if not words:
+            self.io.tool_error("Usage: /forget ID [ID ...]  |  /forget --undo ID")
+            return
+        if "--undo" in flags:
+            return self.cmd_restore(" ".join(words))
+        store = self._store()
+        if store is None:
+            return
+        for w in words:
+            entry = self._known(store, w)
+            if entry is None:
+                continue
+            if not entry.active:
+                self.io.tool_error(
+                    _hidden_note(entry).replace("is forgotten", "is already forgotten")
+                )
+                continue
+            if not store.forget(w):
+                self.io.tool_error(f"Could not forget {w}; the store refused (see the log).")
+                continue
+            copies = store.copies_of(w)
+            them = f"id={w} and {_copies(len(copies))}" if copies else f"id={w}"
+            self.io.tool_output(
+                f"Forgot {them}: recall, /recall {w} and /show {w} no longer show"
+                f" {'them' if copies else 'it'}. /restore {w} brings {'them' if copies else 'it'}"
+                " back."
+            )
+
+    def cmd_restore(self, args):
+        "Bring back an entry /forget hid (and its copies): /restore ID"
+        _flags, words = _split(args)
+        if not words:
+            self.io.tool_error("Usage: /restore ID [ID ...]")
             return
         store = self._store()
         if store is None:
             return
-        if store.forget(entry_id):
-            self.io.tool_output(f"Forgot {entry_id}; recall will no longer show it.")
-        else:
-            self.io.tool_error(f"No active stored entry {entry_id}.")
+        for w in words:
+            entry = self._known(store, w)
+            if entry is None:
+                continue
+            if entry.active:
+                self.io.tool_output(f"id={w} is not forgotten; nothing to restore.")
+                continue
+            copies = store.copies_of(w)
+            if not store.restore(w):
+                self.io.tool_error(f"Could not restore {w}; the store refused (see the log).")
+                continue
+            them = f"id={w} and {_copies(len(copies))}" if copies else f"id={w}"
+            self.io.tool_output(
+                f"Restored {them}; recall shows {'them' if copies else 'it'} again."
+            )
+
+    def _known(self, store: Any, word: str) -> Any:
+        entry = store.get(word) if ENTRY_ID.match(word) else None
+        if entry is None:
+            self.io.tool_error(f"No stored entry {word}.")
+        return entry
 
     def cmd_pin(self, args):
         "Pin a stored entry by id: it is never evicted and never expires"
-        entry_id = args.strip()
-        if not ENTRY_ID.match(entry_id):
+        _flags, words = _split(args)
+        if not words:
             self.io.tool_error("Usage: /pin ID  (the id from a [full output stored: id=…] line)")
             return
         store = self._store()
         if store is None:
             return
-        ok = store.pin(entry_id)
-        restored = self.gardener.attempt("pin", self._pin_in_history, entry_id, default=0)
-        if ok or restored:
-            extra = f"; restored {restored} message(s) in the chat to full text" if restored else ""
-            self.io.tool_output(f"Pinned {entry_id}{extra}.")
-        else:
-            self.io.tool_error(f"No stored entry {entry_id}.")
+        for entry_id in words:
+            entry = self._known(store, entry_id)
+            if entry is None:
+                continue
+            if not entry.active:
+                self.io.tool_error(_hidden_note(entry))
+                continue
+            ok = store.pin(entry_id)
+            restored = self.gardener.attempt("pin", self._pin_in_history, entry_id, default=0)
+            if ok or restored:
+                extra = (
+                    f"; restored {restored} message(s) in the chat to full text" if restored else ""
+                )
+                self.io.tool_output(f"Pinned {entry_id}{extra}.")
+            else:
+                self.io.tool_error(f"No stored entry {entry_id}.")
 
     def _pin_in_history(self, entry_id: str) -> int:
         session = self.gardener
@@ -111,3 +493,73 @@ class RecallCommands:
                     swap(session, lst, i, meta, "full")
                     restored += 1
         return restored
+
+    # -- tab completion of ids -----------------------------------------------------------------
+
+    def _recent_ids(self, inactive: bool = False) -> list[str]:
+        """Ids for tab completion: the newest entries (the forgotten ones for /restore). Only
+        from a store already open; completion must not open one."""
+        store = self.gardener.store
+        if store is None:
+            return []
+        entries = store.list_entries(limit=200, include_inactive=inactive)
+        return [e.id for e in entries if e.active != inactive]
+
+    def completions_recall(self):
+        return self._recent_ids()
+
+    def completions_show(self):
+        return self._recent_ids()
+
+    def completions_forget(self):
+        return self._recent_ids()
+
+    def completions_pin(self):
+        return self._recent_ids()
+
+    def completions_restore(self):
+        return self._recent_ids(inactive=True)
+
+
+def _copies(n: int) -> str:
+    return f"{n} cop{'y' if n == 1 else 'ies'} of it"
+
+
+def _isatty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _pager() -> list[str] | None:
+    """``$PAGER`` as the user set it, else ``less -R``; None when neither can run."""
+    value = os.environ.get("PAGER", "").strip()
+    try:
+        argv = shlex.split(value) if value else ["less", "-R"]
+    except ValueError:
+        return None
+    if not argv or shutil.which(argv[0]) is None:
+        return None
+    return argv
+
+
+def _write_shown(store: Any, entry: Any) -> str | None:
+    """The whole original in ``<store folder>/shown/ID.txt`` (0600, like the store), as a path
+    relative to the working directory when it is below it; None for an in-memory store."""
+    if getattr(store, "path", None) is None:
+        return None
+    folder = store.dir / SHOWN_DIRNAME
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        target = folder / f"{entry.id}.txt"
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(entry.data if isinstance(entry.data, bytes) else entry.data.encode("utf-8"))
+    except OSError:
+        return None
+    try:
+        rel = os.path.relpath(target)
+    except ValueError:
+        return str(target)
+    return str(target) if rel.startswith("..") else rel

@@ -108,6 +108,10 @@ def _slots(session: GardenerSession, coder: Any, hard: bool) -> list[Slot]:
                 protected = True  # the message being sent
             elif hard:
                 protected = meta.turn == session.turn and meta.kind == "prompt"
+                # what the user put back with /recall --add (checked to fit the window) stays
+                # for its turns even now, or an overflow would compress it right back
+                kept = meta.kind == "recall" and session.turn - meta.turn < recent
+                protected = protected or kept
             else:
                 protected = session.turn - meta.turn < recent
             out.append(Slot(lst, i, meta, protected))

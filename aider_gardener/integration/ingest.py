@@ -34,6 +34,9 @@ EDIT_MARKERS = re.compile(
 
 FILLER_MAX_CHARS = 80
 MAX_KEYS = 64
+# The head of the message ``/recall --add`` puts in the chat (commands_recall.py), and its blocks.
+RECALL_HEADER = "Recalled from the gardener store at my request:"
+RECALLED_ID = re.compile(r"^--- id=([a-z2-7]{10}) \(", re.MULTILINE)
 # A message names what it refers to early (the paths and names of what it discusses or edits);
 # scanning only its head bounds the cost of reference detection on 100 kB replies.
 REF_SCAN_CHARS = 8000
@@ -202,6 +205,8 @@ def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMe
         meta.cls = str(entry.cls)
         if entry.summary != entry.original and body in content:
             head, _, tail = content.partition(body)
+    if content.startswith(RECALL_HEADER):
+        return "recall", "/recall", content
             meta.summary = head + entry.summary + (tail if tail.strip() else "")
             meta.tokens_summary = count_tokens(meta.summary, model)
             if meta.tokens_summary >= meta.tokens_full:
@@ -250,3 +255,11 @@ def observe(session: GardenerSession, meta: MessageMeta, body: str) -> None:
     elif meta.kind == "tool":
         status = session.exit_codes.pop((meta.command or "").strip(), None)
         tracker.on_output(meta.command, body, meta.turn, meta.entry_id, exit_code=status)
+    if kind == "recall":
+        # ``/recall --add`` records its message itself; one without a record (history the
+        # table lost) is never stored again: it points at the entries it holds instead.
+        meta.tokens_full = meta.tokens_summary = count_tokens(content, model)
+        ids = tuple(dict.fromkeys(RECALLED_ID.findall(content)))
+        meta.entry_id, meta.stored, meta.keys = (ids[0] if ids else None), bool(ids), ids
+        session.add(meta)
+        return meta

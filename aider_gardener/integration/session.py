@@ -72,7 +72,8 @@ class MessageMeta:
     kind: ``prompt`` (the user's own words, never compressed), ``reply`` (assistant), ``tool``
         (command, test, web or lint output sent as a user message), ``notice`` (Aider's own
         user-role notes, e.g. the commit notice), ``filler`` ("Ok."), ``recall`` (originals put
-        back by ``/recall --add``).
+        back by ``/recall --add``: recorded by the command, never stored again, kept verbatim
+        for ``recent_turns`` turns even by hard eviction).
     state: ``full`` (original text in the list), ``summary`` (compressed + handle), ``ref`` (one
         line naming the stored entry).
     """

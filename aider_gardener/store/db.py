@@ -26,8 +26,10 @@ Identity and sessions
     in the same session returns the existing entry (its access time refreshed, ``seen`` counted).
     Across sessions the entry is shared, not copied: it keeps its first session as
     ``session_id`` (provenance) and is linked to the new session in ``entry_sessions``, which is
-    what ``scope="session"`` filters on. Re-ingesting a forgotten or expired entry revives it: the
-    text is live in the conversation again, so its handle must resolve.
+    what ``scope="session"`` filters on. Re-ingesting an expired entry revives it: the text is live
+    in the conversation again, so its handle must resolve. An entry the user forgot stays
+    forgotten (its handle still resolves through ``get``, which says so); ``forget`` also hides
+    every stored copy of it, and ``restore`` brings them all back.
 
 Full-text search
     FTS5 external-content table over original, summary, source path and ``terms`` (the words
@@ -103,6 +105,11 @@ EMBED_CONTEXT_CHARS = 400
 # entry is its session's first.
 PREVIOUS_TURN_WINDOW = 64
 MAX_QUERY_TERMS = 24
+# ``deleted_reason`` of an entry the user forgot, and of an entry hidden as a copy of one
+# (``copy:<id>``); maintenance's TTL expiry writes 'ttl'.
+FORGOTTEN = "forget"
+COPY_OF = "copy:"
+MIN_COPY_CHARS = 64
 _MISSING: Any = object()
 
 # --- Schema -----------------------------------------------------------------------------------
@@ -516,6 +523,7 @@ class Store:
         self._maintenance: Any = None
         self._checkpointer: _Checkpointer | None = None
         self._warned: set[str] = set()
+        self._hidden: frozenset[str] | None = None  # hidden_ids() cache
         self._lock = threading.RLock()
         self._closed = False
         self._conn: sqlite3.Connection | None = None
@@ -885,11 +893,18 @@ class Store:
                 # Undecodable bytes all become U+FFFD in the text the id is computed from, so
                 # two inputs differing only there share an id: the newest bytes win.
                 c.execute("UPDATE entries SET raw = ? WHERE id = ?", (e.raw, e.id))
+            # An expired entry revives (its text is live again, so its handle must resolve);
+            # one the user forgot stays forgotten: ``/forget`` must stick.
             c.execute(
-                "UPDATE entries SET seen = seen + 1, last_access = ?, active = 1,"
-                " deleted_at = NULL, deleted_reason = NULL, pinned = max(pinned, ?)"
+                "UPDATE entries SET seen = seen + 1, last_access = ?, pinned = max(pinned, ?)"
                 " WHERE id = ?",
                 (now, int(e.pinned), e.id),
+            )
+            c.execute(
+                "UPDATE entries SET active = 1, deleted_at = NULL, deleted_reason = NULL"
+                " WHERE id = ? AND active = 0 AND coalesce(deleted_reason, '') != ?"
+                " AND coalesce(deleted_reason, '') NOT LIKE ?",
+                (e.id, FORGOTTEN, COPY_OF + "%"),
             )
             self._rescore(c, now, "id = ?", (e.id,))
             self._bump(c, "duplicates", 1, now)
@@ -1185,25 +1200,127 @@ class Store:
         return self._guard(what, False, lambda: self._write(step))
 
     def forget(self, entry_id: str) -> bool:
-        """Soft delete: recall stops showing it; ``restore`` undoes it until maintenance purges
-        it (``maintenance.PURGE_AFTER``)."""
-        return self._set(
-            "forget",
-            entry_id,
-            "UPDATE entries SET active = 0, deleted_at = ?, deleted_reason = 'forget'"
-            " WHERE id = ? AND active = 1",
-            (time.time(),),
-        )
+        """Soft delete the entry and every copy of it (see ``copies_of``): recall, and with them
+        its chunks in the full-text and vector rankings, stop showing them. ``restore`` undoes
+        it until maintenance purges them (``maintenance.PURGE_AFTER``); re-ingesting the same
+        text does not undo it (the user's decision stands, see ``_insert``). False when the
+        entry is unknown or already inactive."""
+        now = time.time()
+
+        def step(c: sqlite3.Connection) -> bool:
+            changed = (
+                c.execute(
+                    "UPDATE entries SET active = 0, deleted_at = ?, deleted_reason = ?"
+                    " WHERE id = ? AND active = 1",
+                    (now, FORGOTTEN, entry_id),
+                ).rowcount
+                > 0
+            )
+            if not changed:
+                return False
+            copies = self._copies(c, entry_id)
+            for batch in _batched(copies):
+                marks = ",".join("?" * len(batch))
+                c.execute(
+                    "UPDATE entries SET active = 0, deleted_at = ?, deleted_reason = ?"
+                    f" WHERE id IN ({marks}) AND active = 1",
+                    (now, COPY_OF + entry_id, *batch),
+                )
+            self._rescore(c, now, "id = ?", (entry_id,))
+            self._hidden = None
+            return True
+
+        return self._guard("forget", False, lambda: self._write(step))
 
     def restore(self, entry_id: str) -> bool:
-        """Undo ``forget`` or TTL expiry; the entry counts as just accessed."""
-        return self._set(
-            "restore",
-            entry_id,
-            "UPDATE entries SET active = 1, deleted_at = NULL, deleted_reason = NULL,"
-            " last_access = ? WHERE id = ? AND active = 0",
-            (time.time(),),
+        """Undo ``forget`` (the copies it hid come back with it) or TTL expiry; the entry counts
+        as just accessed. False when the entry is unknown or not inactive."""
+        now = time.time()
+
+        def step(c: sqlite3.Connection) -> bool:
+            changed = (
+                c.execute(
+                    "UPDATE entries SET active = 1, deleted_at = NULL, deleted_reason = NULL,"
+                    " last_access = ? WHERE id = ? AND active = 0",
+                    (now, entry_id),
+                ).rowcount
+                > 0
+            )
+            if changed:
+                c.execute(
+                    "UPDATE entries SET active = 1, deleted_at = NULL, deleted_reason = NULL"
+                    " WHERE deleted_reason = ? AND active = 0",
+                    (COPY_OF + entry_id,),
+                )
+                self._rescore(c, now, "id = ?", (entry_id,))
+                self._hidden = None
+            return changed
+
+        return self._guard("restore", False, lambda: self._write(step))
+
+    def copies_of(self, entry_id: str) -> list[str]:
+        """Ids ``forget(entry_id)`` hid along with it."""
+        return self._guard(
+            "lookup",
+            [],
+            lambda: [
+                r[0]
+                for r in self._read(
+                    lambda c: c.execute(
+                        "SELECT id FROM entries WHERE deleted_reason = ? ORDER BY seq",
+                        (COPY_OF + entry_id,),
+                    ).fetchall()
+                )
+            ],
         )
+
+    def hidden_ids(self) -> frozenset[str]:
+        """Entries the user forgot, and their copies: what the vector index is asked to leave
+        out (their chunks stay embedded so that ``restore`` needs no re-embedding). Cached
+        until this store forgets or restores; another process's ``forget`` reaches the vector
+        ranking when this one next does, and ``get_entries`` filters those meanwhile."""
+        hidden = self._hidden
+        if hidden is None:
+            hidden = self._guard(
+                "lookup",
+                frozenset(),
+                lambda: frozenset(
+                    r[0]
+                    for r in self._read(
+                        lambda c: c.execute(
+                            "SELECT id FROM entries WHERE active = 0 AND (deleted_reason = ?"
+                            " OR deleted_reason LIKE ?)",
+                            (FORGOTTEN, COPY_OF + "%"),
+                        ).fetchall()
+                    )
+                ),
+            )
+            self._hidden = hidden
+        return hidden
+
+    def _copies(self, c: sqlite3.Connection, entry_id: str) -> list[str]:
+        """Active entries whose original contains this entry's whole original (stripped): the
+        text pasted or recalled into a later message that was stored as an entry of its own.
+        Found by full text first (every term of the original must be in a copy), then checked
+        with ``instr``. Originals shorter than ``MIN_COPY_CHARS`` have no copies: a short line
+        ("run the tests") recurs in unrelated entries."""
+        row = c.execute("SELECT original FROM entries WHERE id = ?", (entry_id,)).fetchone()
+        needle = (row[0] if row else "").strip()
+        if len(needle) < MIN_COPY_CHARS:
+            return []
+        terms = query_terms(needle)
+        if not terms:
+            return []
+        match = " AND ".join(_quote(t) for t in terms)
+        return [
+            r[0]
+            for r in c.execute(
+                "SELECT e.id FROM entries_fts JOIN entries e ON e.seq = entries_fts.rowid"
+                " WHERE entries_fts MATCH ? AND e.id != ? AND +e.active = 1"
+                " AND instr(e.original, ?) > 0",
+                (match, entry_id, needle),
+            )
+        ]
 
     def pin(self, entry_id: str) -> bool:
         """Pinned entries never decay, never expire and are never eviction candidates."""

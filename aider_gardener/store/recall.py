@@ -202,8 +202,13 @@ def _vector_ranking(store: Any, query: str, n: int) -> tuple[list[str], dict[str
     index = getattr(store, "vectors", None)
     if index is None or not index.healthy:
         return [], {}
+    hidden = getattr(store, "hidden_ids", None)
+    exclude = sorted(hidden()) if hidden is not None else []
     try:
-        hits = index.query(query, n * CHUNKS_PER_CANDIDATE)
+        if exclude:
+            hits = index.query(query, n * CHUNKS_PER_CANDIDATE, exclude=exclude)
+        else:
+            hits = index.query(query, n * CHUNKS_PER_CANDIDATE)
     except Exception as err:  # noqa: BLE001 - the index promises not to raise; never crash recall
         log.warning("gardener: vector query failed (%s); using full-text search only", err)
         return [], {}

@@ -148,10 +148,16 @@ class VectorIndex:
             self._unhealthy(err)
 
     def query(
-        self, text: str, k: int, entry_filter: Sequence[str] | None = None
+        self,
+        text: str,
+        k: int,
+        entry_filter: Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
     ) -> list[tuple[str, str, float]]:
         """The k chunks nearest to ``text``: (chunk_id, entry_id, cosine similarity), best first.
-        ``entry_filter`` restricts the search to those entries."""
+        ``entry_filter`` restricts the search to those entries; ``exclude`` leaves entries out
+        (forgotten ones: filtered by chromadb, their chunks would otherwise take up the k slots
+        and push live entries out of the ranking)."""
         if k <= 0 or not text.strip() or (entry_filter is not None and not entry_filter):
             return []
         col = self._open()
@@ -162,7 +168,12 @@ class VectorIndex:
         except EmbeddingsUnavailable as err:
             self._fail_permanently(str(err))
             return []
-        where = {"entry_id": {"$in": list(entry_filter)}} if entry_filter is not None else None
+        clauses = []
+        if entry_filter is not None:
+            clauses.append({"entry_id": {"$in": list(entry_filter)}})
+        if exclude:
+            clauses.append({"entry_id": {"$nin": list(exclude)}})
+        where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
         try:
             res = col.query(
                 query_embeddings=vector,

@@ -186,7 +186,7 @@ def test_recall_forget_pin_and_clear(make_coder, llm, repo, capsys):
     assert meta.entry_id in out
 
     coder.commands.cmd_recall(f"{meta.entry_id} --add")
-    assert "Added 1 recalled original" in capsys.readouterr().out
+    assert f"Added id={meta.entry_id} (" in capsys.readouterr().out
     assert coder.cur_messages[-2]["content"].count("processed batch 2999") == 1
 
     coder.commands.cmd_pin(meta.entry_id)
@@ -212,7 +212,8 @@ def test_bad_ids_are_one_clear_error(make_coder, capsys):
     coder.commands.cmd_recall("")
     err = capsys.readouterr()
     text = err.out + err.err
-    assert "Usage: /forget" in text and "Usage: /pin" in text and "Usage: /recall" in text
+    assert "No stored entry not." in text and "Usage: /forget" not in text
+    assert "Usage: /pin" in text and "Usage: /recall" in text
 
 
 def test_context_pressure_report(make_coder, llm, repo, capsys):

@@ -227,13 +227,56 @@ def test_same_original_in_a_later_session_is_shared_not_copied(tmp_path):
         assert sessions == {first_sid: 1, second.session_id: 1}
 
 
-def test_reingesting_a_forgotten_entry_revives_it(store):
+def test_reingesting_an_expired_entry_revives_it(store):
+    from aider_gardener.store.maintenance import expire
+
     e = store.ingest("a log line about gardening_revival\n" * 10)
-    assert store.forget(e.id)
+    assert expire(store, now=time.time() + 10 * 365 * 86400) == 1
     assert store.fts_search("gardening_revival", 5) == []
     again = store.ingest("a log line about gardening_revival\n" * 10)
     assert again.active and again.deleted_at is None
     assert [i for i, _ in store.fts_search("gardening_revival", 5)] == [e.id]
+
+
+def test_reingesting_a_forgotten_entry_keeps_it_forgotten(store):
+    """The user's /forget must stick: running the command again does not undo it."""
+    e = store.ingest("a log line about gardening_revival\n" * 10)
+    assert store.forget(e.id)
+    again = store.ingest("a log line about gardening_revival\n" * 10)
+    assert again.id == e.id and not again.active and again.seen == 2
+    assert again.deleted_reason == "forget"
+    assert store.fts_search("gardening_revival", 5) == []
+    assert store.restore(e.id) and store.get(e.id).active
+
+
+COPIED = "".join(f"2024-05-01 ERROR E{4400 + i} replica lag on shard {i}\n" for i in range(8))
+
+
+def test_forget_hides_every_stored_copy_and_restore_brings_them_back(store):
+    e = store.ingest(COPIED)
+    pasted = store.ingest("Recalled:\n\n" + COPIED + "\nwhat now?", Source(role="user"))
+    quoted = store.ingest("The log said:\n" + COPIED.replace("shard 3", "shard 9"))
+    other = store.ingest("replica lag E4403 is fixed by raising the shard timeout")
+    assert {e.id, pasted.id, quoted.id, other.id} <= {i for i, _ in store.fts_search("E4403", 9)}
+
+    assert store.forget(e.id)
+    assert store.copies_of(e.id) == [pasted.id]  # a partial quote is not a copy
+    assert store.get(pasted.id).deleted_reason == "copy:" + e.id
+    found = {i for i, _ in store.fts_search("E4403", 9)}
+    assert e.id not in found and pasted.id not in found and {quoted.id, other.id} <= found
+    assert store.hidden_ids() == {e.id, pasted.id}
+    assert not store.forget(e.id)  # already forgotten
+
+    assert store.restore(e.id)
+    assert {e.id, pasted.id} <= {i for i, _ in store.fts_search("E4403", 9)}
+    assert store.copies_of(e.id) == [] and store.hidden_ids() == frozenset()
+
+
+def test_short_entries_have_no_copies(store):
+    e = store.ingest("run the tests")
+    longer = store.ingest("please run the tests again after the fix")
+    assert store.forget(e.id) and store.copies_of(e.id) == []
+    assert store.get(longer.id).active
 
 
 def test_binary_input_keeps_its_bytes(store):

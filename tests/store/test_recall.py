@@ -200,6 +200,32 @@ def test_forgotten_entries_are_not_recalled_even_by_vectors(loaded):
     assert top(store.recall(NOTE)) == ids["note"]
 
 
+def test_forgotten_entries_are_left_out_by_the_vector_index_itself(loaded):
+    """Their chunks stay embedded (restore needs no re-embedding) but chromadb is asked to skip
+    them, so they cannot take the k nearest slots from live entries."""
+    store, ids = loaded
+    near = [h[1] for h in store.vectors.query(NOTE, 3)]
+    assert ids["note"] in near
+    assert store.forget(ids["note"])
+    try:
+        assert ids["note"] in store.hidden_ids()
+        assert ids["note"] not in [
+            h[1] for h in store.vectors.query(NOTE, 3, exclude=[ids["note"]])
+        ]
+        assert len(store.vectors.query(NOTE, 3, exclude=[ids["note"]])) == 3
+        seen = []
+        real = store.vectors.query
+        store.vectors.query = lambda *a, **kw: seen.append(kw) or real(*a, **kw)
+        try:
+            recall_vectors_only(store, NOTE)
+        finally:
+            del store.vectors.query
+        assert seen and seen[0]["exclude"] == [ids["note"]]
+    finally:
+        assert store.restore(ids["note"])
+    assert ids["note"] not in store.hidden_ids()
+
+
 def test_session_scope_hides_other_sessions_from_both_rankers(tmp_path):
     folder = tmp_path / "gs"
     with Store(folder, maintenance_interval=None) as old:

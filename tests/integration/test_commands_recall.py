@@ -1,0 +1,285 @@
+"""The store's chat commands on real coders: /recall (previews, --add, --full), /show, /forget,
+/restore, /pin with bad ids. Only the LLM is stubbed; the store is a real SQLite file."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from aider_gardener.integration import commands_recall
+from aider_gardener.integration.eviction import evict, history_tokens
+from aider_gardener.integration.ingest import RECALL_HEADER, sync
+from aider_gardener.tokens import count_tokens
+from aider_gardener.types import Source
+from tests.integration.helpers import text_of
+
+ROWS = 1500
+LOG = (
+    "starting nightly import\n"
+    "ERROR E4411 ZebraTimeout in app/frobnicate.py:42 after 30s\n"
+    + "".join(f"INFO imported row {i} of batch 7\n" for i in range(ROWS))
+    + "ERROR E4412 KangarooOverflow at row 1499\n"
+)
+LAST_LINE = ROWS + 3  # the KangarooOverflow line's number in the original
+OTHER = (
+    "Deploy notes: the KangarooOverflow alarm fires when batch 7 is replayed twice; the replay"
+    " guard in app/replay.py stops it. Nothing to do with ZebraTimeout.\n"
+)
+
+
+@pytest.fixture
+def logged(make_coder, repo, capsys):
+    """A coder whose chat holds ``cat import.log`` (throttled to its summary) and the log's
+    stored entry."""
+    (repo / "import.log").write_text(LOG)
+    coder = make_coder(max_output=300)
+    coder.commands.cmd_run("cat import.log")
+    meta = coder.gardener.meta(coder.cur_messages[-2])
+    assert meta.state == "summary" and meta.stored
+    capsys.readouterr()
+    return coder, meta.entry_id
+
+
+def out_of(capsys) -> str:
+    got = capsys.readouterr()
+    return got.out + got.err
+
+
+def entry_count(store) -> int:
+    return store.read(lambda c: c.execute("SELECT count(*) FROM entries").fetchone()[0])
+
+
+# --- /recall listing --------------------------------------------------------------------------
+
+
+def test_recall_lists_id_class_cost_and_the_lines_that_matched(logged, capsys):
+    coder, log_id = logged
+    entry = coder.gardener.store.get(log_id)
+    coder.commands.cmd_recall("KangarooOverflow")
+    out = out_of(capsys)
+    assert f"{log_id}  log" in out
+    assert f"{entry.tokens_original:,} tokens" in out and "`cat import.log`" in out
+    # the line that matched, with its number, though it is far from the summary's head
+    assert f"{LAST_LINE}: ERROR E4412 KangarooOverflow at row 1499" in out
+    assert "starting nightly import" not in out
+    assert "/recall ID --add" in out and "/show ID" in out
+
+
+def test_recall_preview_ranks_lines_by_shared_terms(logged, capsys):
+    coder, log_id = logged
+    coder.commands.cmd_recall("E4411 ZebraTimeout frobnicate")
+    out = out_of(capsys)
+    assert "2: ERROR E4411 ZebraTimeout in app/frobnicate.py:42" in out
+    assert "imported row" not in out  # 1,500 lines share no term with the query
+
+
+# --- /recall --add ----------------------------------------------------------------------------
+
+
+def test_add_top_hit_only_reports_tokens_and_is_never_ingested(logged, llm, capsys):
+    coder, log_id = logged
+    store = coder.gardener.store
+    other = store.ingest(OTHER, Source(role="user"))
+    before = entry_count(store)
+    coder.commands.cmd_recall("KangarooOverflow row 1499 --add")
+    out = out_of(capsys)
+    block = f"--- id={log_id} (log)  `cat import.log`\n{LOG.rstrip()}"
+    n = count_tokens(block, "gpt-4o")
+    assert f"Added id={log_id} ({n:,} tokens) to the chat." in out
+    assert f"id={other.id}" not in out.split("Added")[1]  # only the top hit
+    user, reply = coder.cur_messages[-2:]
+    assert user["content"].startswith(RECALL_HEADER) and LOG.rstrip() in user["content"]
+    assert OTHER.strip() not in user["content"] and reply["content"] == "Ok."
+
+    llm.replies = ["Row 1499 overflowed: batch 7 was replayed.\nThe replay guard stops that."]
+    coder.run(with_message="why did row 1499 overflow?")
+    assert LOG.rstrip() in text_of(llm.last)  # sent verbatim
+    assert entry_count(store) == before + 2  # the prompt and the reply, not the recalled text
+    assert not [e for e in store.list_entries(200) if e.original.startswith(RECALL_HEADER)]
+
+
+def test_add_exactly_the_ids_given(logged, capsys):
+    coder, log_id = logged
+    store = coder.gardener.store
+    other = store.ingest(OTHER, Source(role="user"))
+    third = store.ingest("KangarooOverflow is also the name of a board game.\n" * 3)
+    coder.commands.cmd_recall(f"{other.id} {log_id} --add")
+    out = out_of(capsys)
+    assert f"Added id={other.id} (" in out and f"Added id={log_id} (" in out
+    added = coder.cur_messages[-2]["content"]
+    assert OTHER.strip() in added and LOG.rstrip() in added
+    assert "board game" not in added and third.id not in out
+
+
+def test_add_is_refused_when_it_would_not_fit_the_window(logged, monkeypatch, capsys):
+    coder, log_id = logged
+    monkeypatch.setitem(coder.main_model.info, "max_input_tokens", 8000)
+    messages = list(coder.cur_messages)
+    coder.commands.cmd_recall(f"{log_id} --add")
+    out = out_of(capsys)
+    assert f"Not added: id={log_id} (" in out and "would not fit" in out
+    assert "8,000-token window" in out
+    assert coder.cur_messages == messages
+
+
+def test_added_text_stays_verbatim_for_the_recent_turns_even_under_hard_eviction(
+    make_coder, repo, capsys
+):
+    (repo / "import.log").write_text(LOG)
+    coder = make_coder("ask", max_output=300, recent_turns=2, budget=2000)
+    session = coder.gardener
+    coder.commands.cmd_run("cat import.log")
+    log_id = session.meta(coder.cur_messages[-2]).entry_id
+    coder.commands.cmd_recall(f"{log_id} --add")
+    added = coder.cur_messages[-2]
+    meta = session.meta(added)
+    assert meta.kind == "recall" and meta.state == "full"
+    for turn in range(2):  # the next two user turns: over budget, then an overflow
+        coder.cur_messages += [dict(role="user", content=f"question {turn} about row 1499")]
+        sync(session, coder)
+        evict(session, coder)
+        evict(session, coder, hard_target=500)
+        assert meta.state == "full" and LOG.rstrip() in meta.msg["content"], turn
+        coder.cur_messages.append(dict(role="assistant", content=f"answer {turn}"))
+    # the kept turns are over: the next pressure ages it into the entries' summaries
+    coder.cur_messages += [dict(role="user", content="and now?")]
+    sync(session, coder)
+    evict(session, coder)
+    assert meta.state != "full" and history_tokens(session, coder) < 2000
+    assert f"id={log_id}" in meta.msg["content"]
+    assert "already in the chat" not in out_of(capsys)
+
+
+def test_adding_what_is_already_in_the_chat_in_full_adds_nothing(logged, capsys):
+    coder, log_id = logged
+    coder.commands.cmd_recall(f"{log_id} --add")
+    n = len(coder.cur_messages)
+    capsys.readouterr()
+    coder.commands.cmd_recall(f"{log_id} --add")
+    assert f"id={log_id} is already in the chat in full." in out_of(capsys)
+    assert len(coder.cur_messages) == n
+
+
+# --- /show and /recall ID --full --------------------------------------------------------------
+
+
+def test_show_prints_head_and_says_how_to_see_the_rest_without_a_terminal(logged, capsys):
+    coder, log_id = logged
+    coder.commands.cmd_show(log_id)
+    out = out_of(capsys)
+    assert f"id={log_id}  log" in out and f"{ROWS + 3:,} lines" in out
+    assert "INFO imported row 37 of batch 7" in out
+    assert "INFO imported row 900 of batch 7" not in out
+    more = ROWS + 3 - commands_recall.SHOW_LINES
+    assert f"… {more:,} more lines not shown: /show {log_id} --all prints them" in out
+    path = coder.gardener.store.dir / "shown" / f"{log_id}.txt"
+    assert path.read_text().rstrip() == LOG.rstrip()
+    assert str(path) in "".join(out.split())  # (the console wraps the line)
+
+    coder.commands.cmd_show(f"{log_id} --all")
+    assert "ERROR E4412 KangarooOverflow at row 1499" in out_of(capsys)
+
+
+def test_recall_id_full_is_show(logged, capsys):
+    coder, log_id = logged
+    coder.commands.cmd_recall(f"{log_id} --full --all")
+    out = out_of(capsys)
+    assert "INFO imported row 900 of batch 7" in out and "KangarooOverflow at row 1499" in out
+    assert len(coder.cur_messages) == 2  # shown, not added
+
+
+def test_show_pages_long_originals_through_the_pager_on_a_terminal(
+    logged, monkeypatch, tmp_path, capsys
+):
+    coder, log_id = logged
+    paged = tmp_path / "paged.txt"
+    monkeypatch.setenv("PAGER", f"sh -c {shlex.quote('cat > ' + str(paged))}")
+    monkeypatch.setattr(commands_recall, "_isatty", lambda: True)
+    coder.commands.cmd_show(log_id)
+    assert paged.read_text() == LOG
+    assert "more lines not shown" not in out_of(capsys)
+
+
+def test_show_without_a_usable_pager_falls_back_to_the_head(logged, monkeypatch, capsys):
+    coder, log_id = logged
+    monkeypatch.setenv("PAGER", "no-such-pager-xyz")
+    monkeypatch.setattr(commands_recall, "_isatty", lambda: True)
+    coder.commands.cmd_show(log_id)
+    assert "more lines not shown" in out_of(capsys)
+
+
+# --- /forget, /restore ------------------------------------------------------------------------
+
+
+def test_forget_hides_the_entry_and_its_copies_until_restored(logged, capsys):
+    coder, log_id = logged
+    store = coder.gardener.store
+    # what /recall --add used to store: the original inside a new "prompt" entry
+    copy = store.ingest(
+        f"{RECALL_HEADER}\n\n--- id={log_id} (log)\n{LOG.rstrip()}", Source(role="user")
+    )
+    assert {log_id, copy.id} <= {h.entry_id for h in store.recall("KangarooOverflow")}
+
+    coder.commands.cmd_forget(log_id)
+    out = out_of(capsys)
+    assert f"Forgot id={log_id} and 1 copy of it" in out and f"/restore {log_id}" in out
+    assert not {log_id, copy.id} & {h.entry_id for h in store.recall("KangarooOverflow")}
+    for cmd in (coder.commands.cmd_recall, coder.commands.cmd_show):
+        cmd(log_id)
+        assert f"id={log_id} is forgotten; /restore {log_id} brings it back." in out_of(capsys)
+    coder.commands.cmd_recall(copy.id)
+    assert f"a copy of {log_id}" in out_of(capsys)
+    coder.commands.cmd_forget(log_id)
+    assert "already forgotten" in out_of(capsys)
+
+    # running the command again re-ingests the same output: the decision stands
+    coder.commands.cmd_run("cat import.log")
+    assert not store.get(log_id).active
+    capsys.readouterr()
+
+    coder.commands.cmd_forget(f"--undo {log_id}")
+    assert f"Restored id={log_id} and 1 copy of it" in out_of(capsys)
+    assert {log_id, copy.id} <= {h.entry_id for h in store.recall("KangarooOverflow")}
+    coder.commands.cmd_forget(log_id)
+    coder.commands.cmd_restore(log_id)
+    coder.commands.cmd_restore(log_id)
+    out = out_of(capsys)
+    assert f"Restored id={log_id}" in out and f"id={log_id} is not forgotten" in out
+
+
+@pytest.mark.parametrize("bad", ["zzzzzzzzzz", "nonexistent", "x"])
+def test_unknown_ids_are_no_stored_entry_not_usage(make_coder, capsys, bad):
+    coder = make_coder()
+    for cmd in ("forget", "restore", "pin", "show"):
+        coder.commands.run(f"/{cmd} {bad}")
+        out = out_of(capsys)
+        assert f"No stored entry {bad}." in out, cmd
+        assert "Usage" not in out, cmd
+    coder.commands.run("/forget --undo zzzzzzzzzz")
+    assert "No stored entry zzzzzzzzzz." in out_of(capsys)
+
+
+def test_recall_of_an_absent_id_says_so(make_coder, capsys):
+    coder = make_coder()
+    coder.commands.run("/recall zzzzzzzzzz")
+    assert "No stored entry zzzzzzzzzz." in out_of(capsys)
+    coder.commands.run("/recall nothing matches this")
+    assert "Nothing stored matches 'nothing matches this'." in out_of(capsys)
+
+
+def test_pin_refuses_a_forgotten_entry(logged, capsys):
+    coder, log_id = logged
+    coder.gardener.store.forget(log_id)
+    coder.commands.cmd_pin(log_id)
+    assert f"id={log_id} is forgotten" in out_of(capsys)
+    assert not coder.gardener.store.get(log_id).pinned
+
+
+def test_ids_complete_for_the_id_commands(logged):
+    coder, log_id = logged
+    assert log_id in coder.commands.get_completions("/forget")
+    assert log_id in coder.commands.get_completions("/show")
+    assert log_id not in (coder.commands.get_completions("/restore") or [])
+    coder.gardener.store.forget(log_id)
+    assert log_id in coder.commands.get_completions("/restore")

@@ -1,0 +1,196 @@
+"""Issue 13 as a user meets it, in a pseudo-terminal against the stub model (terminal.py):
+``/recall`` previews and ``--add`` within the window, ``/show`` through the pager, ``/forget``
+that sticks and ``/restore``, and "No stored entry" for bad ids."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+from aider_gardener.integration.ingest import RECALL_HEADER  # noqa: E402
+
+from .terminal import SCRIPT  # noqa: E402
+from .terminal import spawn as _spawn  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+COMPRESSED = r"output compressed from ([\d,]+) to ([\d,]+) tokens \(full text: /recall (\w+)\)"
+
+
+def _entries(repo, where: str = "1") -> list:
+    with sqlite3.connect(repo / ".aider.gardener" / "store.sqlite") as conn:
+        return conn.execute(
+            f"SELECT id, active, deleted_reason FROM entries WHERE {where}"
+        ).fetchall()
+
+
+def _prompt(child) -> None:
+    child.expect("\n> ")
+
+
+def _script(repo) -> str:
+    """terminal.py's import script, pausing before it exits: Aider reads /run output through
+    pexpect's ``interact``, which can lose the tail of a fast command's output."""
+    (repo / "slow_import.sh").write_text(SCRIPT + "sleep 1\n")
+    return "/run sh slow_import.sh"
+
+
+def test_recall_preview_add_show_forget_restore_in_a_terminal(workspace, monkeypatch):
+    repo = workspace[0]
+    run = _script(repo)
+    monkeypatch.setenv("PAGER", "cat")  # a pager that needs no keys: the whole original
+    child = _spawn(workspace, "--gardener-max-output", "300")
+    try:
+        child.expect("> ")
+        child.sendline(run)
+        child.expect(COMPRESSED)
+        log_id = child.match.group(3)
+        _prompt(child)
+
+        # 6: the preview is the line that matched, numbered, far from the summary's head
+        child.sendline("/recall 1234")
+        child.expect(rf"{log_id}  log\s+([\d,]+) tokens  `sh slow_import.sh`")
+        assert int(child.match.group(1).replace(",", "")) > 10_000
+        child.expect("1237: INFO imported row 1234 of batch 7")
+        _prompt(child)
+
+        # 1: add the original, with its cost; it is not stored again as a new entry
+        child.sendline(f"/recall {log_id} --add")
+        child.expect(rf"Added id={log_id} \(([\d,]+) tokens\) to the chat\.")
+        assert int(child.match.group(1).replace(",", "")) > 10_000
+        child.expect(r"Kept verbatim for the next 3 turns; ([\d,]+) tokens left")
+        _prompt(child)
+        child.sendline("why did the import stop?")
+        child.expect("Stub model reply")
+        _prompt(child)
+        child.sendline(f"/recall {log_id} --add")
+        child.expect(f"id={log_id} is already in the chat in full.")
+        _prompt(child)
+
+        # 6: /show pages the stored original
+        child.sendline(f"/show {log_id}")
+        child.expect(rf"id={log_id}  log  [\d,]+ tokens, [\d,]+ lines")
+        child.expect("INFO imported row 1499 of batch 7")
+        child.expect(rf"\(paged with cat; /show {log_id} --all prints it here\)")
+        _prompt(child)
+
+        # 2: forget sticks (a re-run of the command does not bring it back), restore undoes it
+        child.sendline(f"/forget {log_id}")
+        child.expect(f"Forgot id={log_id}")
+        _prompt(child)
+        child.sendline("/recall ZebraTimeout")
+        child.expect(r"Nothing stored matches 'ZebraTimeout'\.")
+        _prompt(child)
+        child.sendline(run)
+        child.expect(COMPRESSED)
+        _prompt(child)
+        for cmd in ("/recall", "/show"):
+            child.sendline(f"{cmd} {log_id}")
+            child.expect(f"id={log_id} is forgotten; /restore {log_id} brings it back.")
+            _prompt(child)
+        child.sendline(f"/forget --undo {log_id}")
+        child.expect(f"Restored id={log_id}; recall shows it again.")
+        _prompt(child)
+        child.sendline("/recall ZebraTimeout")
+        child.expect(rf"{log_id}  log")
+        child.expect(r"2: ERROR ZebraTimeout in app/frobnicate.py:42 after 30s")
+        _prompt(child)
+
+        for line in ("/pin nonexistent", "/forget zzzzzzzzzz", "/show nonexistent"):
+            child.sendline(line)
+            child.expect(r"No stored entry (\w+)\.")
+            assert child.match.group(1) == line.split()[1]
+            assert "Usage" not in child.before
+            _prompt(child)
+
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert _entries(repo, f"original LIKE '{RECALL_HEADER}%'") == []
+    assert (log_id, 1, None) in _entries(repo)
+
+
+def test_recall_add_is_refused_when_the_window_has_no_room(workspace, tmp_path):
+    """The 15k-token log does not fit a 12k window: nothing is added and the command says
+    why; a small entry still goes in."""
+    meta = tmp_path / "metadata.json"
+    meta.write_text(
+        json.dumps(
+            {
+                "gpt-4o": {
+                    "max_input_tokens": 12000,
+                    "max_output_tokens": 4096,
+                    "max_tokens": 4096,
+                    "input_cost_per_token": 2.5e-06,
+                    "output_cost_per_token": 1e-05,
+                    "litellm_provider": "openai",
+                    "mode": "chat",
+                }
+            }
+        )
+    )
+    run = _script(workspace[0])
+    child = _spawn(workspace, "--gardener-max-output", "300", "--model-metadata-file", str(meta))
+    try:
+        child.expect("> ")
+        child.sendline(run)
+        child.expect(COMPRESSED)
+        log_id = child.match.group(3)
+        _prompt(child)
+        child.sendline("/run echo 'deploy note: the WombatCache flag is on for staging'; sleep 1")
+        child.expect("Added 1 line of output to the chat")
+        _prompt(child)
+
+        child.sendline(f"/recall {log_id} --add")
+        child.expect(rf"Not added: id={log_id} \([\d,]+ tokens\) would not fit\.")
+        child.expect(r"of the\s+12,000-token window")
+        _prompt(child)
+        child.sendline("/context-pressure")
+        child.expect(r"([\d,]+)\s+remaining in the context window")
+        assert int(child.match.group(1).replace(",", "")) > 8000  # the window was left alone
+        _prompt(child)
+
+        child.sendline("/clear")
+        _prompt(child)
+        child.sendline("/recall WombatCache --add")
+        child.expect(r"Added id=(\w+) \((\d+) tokens\) to the chat\.")
+        assert child.match.group(1) != log_id and int(child.match.group(2)) < 100
+        _prompt(child)
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
+def test_show_without_a_pager_prints_the_head_and_where_the_rest_is(workspace, monkeypatch):
+    repo = workspace[0]
+    run = _script(repo)
+    monkeypatch.setenv("PAGER", "no-such-pager-for-gardener")
+    child = _spawn(workspace, "--gardener-max-output", "300")
+    try:
+        child.expect("> ")
+        child.sendline(run)
+        child.expect(COMPRESSED)
+        log_id = child.match.group(3)
+        _prompt(child)
+        child.sendline(f"/recall {log_id} --full")
+        child.expect(rf"id={log_id}  log  [\d,]+ tokens, ([\d,]+) lines")
+        lines = int(child.match.group(1).replace(",", ""))
+        child.expect(r"INFO imported row 37 of batch 7")
+        child.expect(rf"… ([\d,]+) more lines not shown: /show {log_id} --all prints them")
+        assert int(child.match.group(1).replace(",", "")) == lines - 40
+        child.expect(r"the whole original is in\s+(\S+)\.\r?\n")
+        shown = re.sub(r"\s", "", child.match.group(1))
+        _prompt(child)
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    text = (repo / shown).read_text()
+    assert len(text.rstrip("\n").splitlines()) == lines and "ZebraTimeout" in text
