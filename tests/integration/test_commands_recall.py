@@ -283,3 +283,20 @@ def test_ids_complete_for_the_id_commands(logged):
     assert log_id not in (coder.commands.get_completions("/restore") or [])
     coder.gardener.store.forget(log_id)
     assert log_id in coder.commands.get_completions("/restore")
+
+
+def test_a_recalled_block_without_a_record_is_never_stored(make_coder):
+    """History the side table lost (e.g. restored chat history) holding a /recall --add block:
+    it is recognised by its header, points at the entry it holds and is not stored again."""
+    coder = make_coder()
+    store = coder.gardener.open_store(coder)
+    entry = store.ingest(LOG, Source(role="tool", command="cat import.log"))
+    before = entry_count(store)
+    coder.cur_messages += [
+        dict(role="user", content=f"{RECALL_HEADER}\n\n--- id={entry.id} (log)\n{LOG}"),
+        dict(role="assistant", content="Ok."),
+    ]
+    sync(coder.gardener, coder)
+    meta = coder.gardener.meta(coder.cur_messages[-2])
+    assert meta.kind == "recall" and meta.entry_id == entry.id and meta.stored
+    assert entry_count(store) == before
