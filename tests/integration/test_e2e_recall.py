@@ -40,26 +40,49 @@ def _script(repo) -> str:
     return "/run sh slow_import.sh"
 
 
-def test_recall_preview_add_show_forget_restore_in_a_terminal(workspace, monkeypatch):
-    repo = workspace[0]
-    run = _script(repo)
-    monkeypatch.setenv("PAGER", "cat")  # a pager that needs no keys: the whole original
-    child = _spawn(workspace, "--gardener-max-output", "300")
-    try:
-        child.expect("> ")
-        child.sendline(run)
-        child.expect(COMPRESSED)
-        log_id = child.match.group(3)
-        _prompt(child)
+def _start(workspace, *extra: str):
+    """The CLI with the import log run once: (child, the log's entry id, the /run line)."""
+    run = _script(workspace[0])
+    child = _spawn(workspace, "--gardener-max-output", "300", *extra)
+    child.expect("> ")
+    child.sendline(run)
+    child.expect(COMPRESSED)
+    log_id = child.match.group(3)
+    _prompt(child)
+    return child, log_id, run
 
-        # 6: the preview is the line that matched, numbered, far from the summary's head
+
+def _exit(child) -> None:
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+
+
+def test_recall_previews_the_lines_that_matched(workspace):
+    """Point 6: a hit shows its id, class, token cost, origin and the numbered lines that
+    matched, even far from the head of the summary."""
+    child, log_id, _run = _start(workspace)
+    try:
         child.sendline("/recall 1234")
         child.expect(rf"{log_id}  log\s+([\d,]+) tokens  `sh slow_import.sh`")
         assert int(child.match.group(1).replace(",", "")) > 10_000
         child.expect("1237: INFO imported row 1234 of batch 7")
+        child.expect(r"/recall ID --add puts an original in the chat; /show ID prints it whole\.")
         _prompt(child)
+        child.sendline("/recall ZebraTimeout frobnicate")
+        child.expect(r"2: ERROR ZebraTimeout in app/frobnicate.py:42 after 30s")
+        assert "imported row" not in child.before.split("ZebraTimeout frobnicate", 1)[1]
+        _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)
 
-        # 1: add the original, with its cost; it is not stored again as a new entry
+
+def test_recall_add_reports_cost_keeps_the_text_and_never_stores_it_again(workspace):
+    """Point 1: --add says what it added and what it cost, the text stays in the chat, and it
+    is not ingested as a new entry when the next request is sent."""
+    repo = workspace[0]
+    child, log_id, _run = _start(workspace)
+    try:
         child.sendline(f"/recall {log_id} --add")
         child.expect(rf"Added id={log_id} \(([\d,]+) tokens\) to the chat\.")
         assert int(child.match.group(1).replace(",", "")) > 10_000
@@ -68,52 +91,79 @@ def test_recall_preview_add_show_forget_restore_in_a_terminal(workspace, monkeyp
         child.sendline("why did the import stop?")
         child.expect("Stub model reply")
         _prompt(child)
-        child.sendline(f"/recall {log_id} --add")
+        child.sendline("/recall ZebraTimeout --add")  # the top hit: already there, verbatim
         child.expect(f"id={log_id} is already in the chat in full.")
         _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)
+    assert _entries(repo, f"original LIKE '{RECALL_HEADER}%'") == []
+    assert _entries(repo, "cls = 'prompt'") and len(_entries(repo)) == 2  # log + question
 
-        # 6: /show pages the stored original
-        child.sendline(f"/show {log_id}")
-        child.expect(rf"id={log_id}  log  [\d,]+ tokens, [\d,]+ lines")
-        child.expect("INFO imported row 1499 of batch 7")
-        child.expect(rf"\(paged with cat; /show {log_id} --all prints it here\)")
+
+def test_forget_sticks_hides_copies_and_restore_brings_them_back(workspace):
+    """Point 2: /forget hides the entry and a stored copy of it (a bigger output that holds
+    the whole log), a re-run does not bring it back, /recall ID and /show ID say it is
+    forgotten, /forget --undo restores both; bad ids are "No stored entry X."."""
+    repo = workspace[0]
+    (repo / "wrapped.sh").write_text("sh slow_import.sh\necho 'import wrapper done'\nsleep 1\n")
+    child, log_id, run = _start(workspace)
+    try:
+        child.sendline("/run sh wrapped.sh")
+        child.expect(COMPRESSED)
+        copy_id = child.match.group(3)
+        assert copy_id != log_id
         _prompt(child)
 
-        # 2: forget sticks (a re-run of the command does not bring it back), restore undoes it
         child.sendline(f"/forget {log_id}")
-        child.expect(f"Forgot id={log_id}")
+        child.expect(f"Forgot id={log_id} and 1 copy of it")
         _prompt(child)
         child.sendline("/recall ZebraTimeout")
         child.expect(r"Nothing stored matches 'ZebraTimeout'\.")
         _prompt(child)
-        child.sendline(run)
+        child.sendline(run)  # the same output again
         child.expect(COMPRESSED)
         _prompt(child)
         for cmd in ("/recall", "/show"):
             child.sendline(f"{cmd} {log_id}")
             child.expect(f"id={log_id} is forgotten; /restore {log_id} brings it back.")
             _prompt(child)
-        child.sendline(f"/forget --undo {log_id}")
-        child.expect(f"Restored id={log_id}; recall shows it again.")
-        _prompt(child)
-        child.sendline("/recall ZebraTimeout")
-        child.expect(rf"{log_id}  log")
-        child.expect(r"2: ERROR ZebraTimeout in app/frobnicate.py:42 after 30s")
+        child.sendline(f"/recall {copy_id}")
+        child.expect(f"id={copy_id} is forgotten \\(a copy of {log_id}\\)")
         _prompt(child)
 
-        for line in ("/pin nonexistent", "/forget zzzzzzzzzz", "/show nonexistent"):
+        child.sendline(f"/forget --undo {log_id}")
+        child.expect(f"Restored id={log_id} and 1 copy of it; recall shows them again.")
+        _prompt(child)
+        child.sendline("/recall ZebraTimeout")
+        _prompt(child)
+        assert log_id in child.before and copy_id in child.before
+
+        for line in ("/pin nonexistent", "/forget zzzzzzzzzz", "/restore nonexistent"):
             child.sendline(line)
             child.expect(r"No stored entry (\w+)\.")
             assert child.match.group(1) == line.split()[1]
             assert "Usage" not in child.before
             _prompt(child)
-
-        child.sendline("/exit")
-        child.expect(pexpect.EOF)
+        _exit(child)
     finally:
         child.close(force=True)
-    assert _entries(repo, f"original LIKE '{RECALL_HEADER}%'") == []
-    assert (log_id, 1, None) in _entries(repo)
+    assert {(log_id, 1, None), (copy_id, 1, None)} <= set(_entries(repo))
+
+
+def test_show_pages_a_long_original(workspace, monkeypatch):
+    """Point 6: /show ID prints the stored original through $PAGER on a terminal."""
+    monkeypatch.setenv("PAGER", "cat")  # a pager that needs no keys: the whole original
+    child, log_id, _run = _start(workspace)
+    try:
+        child.sendline(f"/show {log_id}")
+        child.expect(rf"id={log_id}  log  [\d,]+ tokens, [\d,]+ lines")
+        child.expect("INFO imported row 1499 of batch 7")
+        child.expect(rf"\(paged with cat; /show {log_id} --all prints it here\)")
+        _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)
 
 
 def test_recall_add_is_refused_when_the_window_has_no_room(workspace, tmp_path):
