@@ -35,9 +35,8 @@ import subprocess
 import sys
 from typing import Any
 
-from ..store.priority import extract_keys
 from ..tokens import count_tokens
-from .ingest import MAX_KEYS, RECALL_HEADER, model_name, swap
+from .ingest import RECALL_HEADER, model_name, swap
 from .session import MessageMeta, window_of
 
 ENTRY_ID = re.compile(r"^[a-z2-7]{10}$")
@@ -300,7 +299,7 @@ class RecallCommands:
             summary=summary,
             tokens_full=tokens,
             tokens_summary=tokens_summary,
-            keys=ids + tuple(k for k in extract_keys(summary, MAX_KEYS) if k not in ids),
+            keys=ids,  # what it holds (session.entries_in_history); a later mention refreshes it
         )
         n = count_tokens(RECALL_REPLY, model)
         reply = MessageMeta(
@@ -325,7 +324,7 @@ class RecallCommands:
             if meta.state != "full":
                 continue
             if meta.kind == "recall":
-                out.update(k for k in meta.keys if ENTRY_ID.match(k))
+                out.update(meta.keys)
             elif meta.entry_id:
                 out.add(meta.entry_id)
         return out

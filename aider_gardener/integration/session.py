@@ -321,13 +321,14 @@ class GardenerSession:
         self.rag_ids = []
 
     def entries_in_history(self) -> dict[str, str]:
-        """entry id -> the state it is in within the live history."""
+        """entry id -> the state it is in within the live history (a ``/recall --add``
+        message holds every entry its keys name)."""
         out: dict[str, str] = {}
         for meta in self.table.values():
             if meta.entry_id:
-                prev = out.get(meta.entry_id)
-                if prev != "full":
-                    out[meta.entry_id] = meta.state
+                for entry_id in meta.keys if meta.kind == "recall" else (meta.entry_id,):
+                    if out.get(entry_id) != "full":
+                        out[entry_id] = meta.state
         return out
 
     # -- budget --------------------------------------------------------------------------------

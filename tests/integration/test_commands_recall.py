@@ -110,6 +110,9 @@ def test_add_exactly_the_ids_given(logged, capsys):
     added = coder.cur_messages[-2]["content"]
     assert OTHER.strip() in added and LOG.rstrip() in added
     assert "board game" not in added and third.id not in out
+    # both count as in the chat verbatim, so session RAG does not inject them a second time
+    in_history = coder.gardener.entries_in_history()
+    assert in_history[other.id] == in_history[log_id] == "full"
 
 
 def test_add_is_refused_when_it_would_not_fit_the_window(logged, monkeypatch, capsys):
