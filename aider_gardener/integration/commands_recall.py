@@ -199,7 +199,7 @@ class RecallCommands:
         shown = [line for line in text.splitlines() if line.strip()]
         for line in shown[:PREVIEW_LINES]:
             self.io.tool_output(f"    {_clip(line)}")
-        total = len(entry.original.splitlines())
+        total = len(entry.original.rstrip("\n").splitlines())
         if total > PREVIEW_LINES:
             self.io.tool_output(f"    ({total:,} lines; /show {entry.id} prints them)")
 
