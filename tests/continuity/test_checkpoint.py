@@ -563,3 +563,71 @@ def test_prune_by_age_keeps_user_files_and_fresh_temps(tmp_path):
 def test_keep_zero_still_keeps_the_new_one(tmp_path):
     newest = _write(tmp_path, keep=0, max_age_days=0)
     assert list_checkpoints(tmp_path) == [newest]
+
+
+# -- across sessions: what is carried, how a checkpoint is named -----------------------------------
+
+
+def test_carried_facts_are_the_open_ones_renumbered():
+    book = FactBook()
+    book.add("goal", "goal", "make parse strict", 1)
+    book.add("file", "app.py", "app.py: added", 1, detail={"op": "added"})
+    book.add("decision", "use:httpx|requests", "use httpx instead of requests", 2)
+    book.add("decision", "use:aiohttp|httpx", "use aiohttp instead of httpx", 3, supersede=False)
+    book.find("decision")[0].status = "superseded"
+    book.add("constraint", "rule:never", "never change the public API", 3)
+    book.add("error", "e1", "FAILED t::a", 4, detail={"command": "pytest"})
+    book.add("error", "e2", "FAILED t::b", 4, status="resolved")
+    book.add("failed", "attempt:1", "edit of app.py (uncommitted, turn 4): did not fix", 5)
+    carried = ck.carried_facts(book)
+    assert [(f.id, f.kind, f.text, f.turn) for f in carried] == [
+        (1, "decision", "use aiohttp instead of httpx", 0),
+        (2, "constraint", "never change the public API", 0),
+        (3, "error", "FAILED t::a", 0),
+        (4, "failed", "edit of app.py (uncommitted, turn 4): did not fix", 0),
+    ]
+    assert carried.find("error")[0].detail["command"] == "pytest"
+    assert ck.describe_counts(carried) == (
+        "1 decision, 1 constraint, 1 open error, 1 failed approach"
+    )
+    assert ck.describe_counts(FactBook()) == "no facts"
+
+
+def test_decisions_read_back_keep_the_trackers_keys():
+    """So "use Z instead of X" in the next session supersedes a decision read from a file."""
+    book = FactBook()
+    book.add("decision", "use:orjson|json", "use orjson instead of json for the cache", 1)
+    book.add("constraint", "rule:x", "never change the public API of parse", 1)
+    book.add("decision", "hand", "the cache lives in ~/.cache/app", 1)  # not a recognised choice
+    text = render_checkpoint(book, **META)
+    back = parse_checkpoint(text).facts
+    keys = {f.text: f.key for f in back}
+    assert keys["use orjson instead of json for the cache"] == "use:orjson|json"
+    assert keys["never change the public API of parse"].startswith("rule:never change")
+    assert keys["the cache lives in ~/.cache/app"] == "the cache lives in ~/.cache/app"
+    assert render_checkpoint(back, **META) == text
+
+
+def test_find_checkpoint_by_name_prefix_or_path(tmp_path, monkeypatch):
+    folder = tmp_path / "checkpoints"
+    text = render_checkpoint(_book(), **META)
+    first = write_checkpoint(folder, text)
+    time.sleep(0.002)
+    second = write_checkpoint(folder, text)
+    assert ck.find_checkpoint(folder, first.name) == first
+    assert ck.find_checkpoint(folder, first.stem) == first  # without .md
+    assert ck.find_checkpoint(folder, f" '{second.stem}' ") == second
+    assert ck.find_checkpoint(folder, str(second)) == second  # a path
+    mine = tmp_path / "project" / "saved.md"
+    mine.parent.mkdir()
+    mine.write_text(text)
+    assert ck.find_checkpoint(folder, "saved.md", base=mine.parent) == mine
+    monkeypatch.chdir(mine.parent)
+    assert ck.find_checkpoint(folder, "saved.md") == Path("saved.md")
+    common = os.path.commonprefix([first.name, second.name])
+    with pytest.raises(CheckpointError, match="matches 2 checkpoints"):
+        ck.find_checkpoint(folder, common)
+    assert ck.find_checkpoint(folder, second.name[: len(common) + 1]) == second
+    for bad in ("nope", ""):
+        with pytest.raises(CheckpointError):
+            ck.find_checkpoint(folder, bad)
