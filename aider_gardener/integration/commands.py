@@ -100,7 +100,7 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         session = self._active()
         cur = self.coder.cur_messages
         before = len(cur)
-        with _command_outcome() as outcome:
+        with _command_outcome() as outcome, self._compressed_offer(session, args, outcome):
             result = super().cmd_run(args, add_on_nonzero_exit)
         if session is not None and outcome:
             session.attempt("facts", self._note_outcome, session, args, outcome, cur, before)
@@ -110,6 +110,49 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         if isinstance(result, str):
             return cur[before]["content"]
         return result
+
+    @contextlib.contextmanager
+    def _compressed_offer(self, session: GardenerSession | None, command: str, outcome: list):
+        """Aider asks "Add 144.0k tokens of command output to the chat?", but output above
+        ``--gardener-max-output`` enters compressed: the question says so, or a user declines
+        output that would have cost a thousand tokens, or accepts expecting the model to see
+        every line."""
+        io = self.io
+        if session is None or "confirm_ask" in vars(io):
+            yield
+            return
+        real = io.confirm_ask
+
+        def confirm_ask(question, *args: Any, **kwargs: Any):
+            text = session.attempt(
+                "throttle", self._offer_text, session, command, outcome, question, default=None
+            )
+            return real(text or question, *args, **kwargs)
+
+        io.confirm_ask = confirm_ask
+        try:
+            yield
+        finally:
+            if vars(io).get("confirm_ask") is confirm_ask:
+                del io.confirm_ask
+
+    def _offer_text(
+        self, session: GardenerSession, command: str, outcome: list, question: str
+    ) -> str | None:
+        from aider import prompts
+
+        from ..tokens import count_tokens
+        from .ingest import model_name
+
+        if not outcome or not question.startswith("Add ") or session.store_failed:
+            return None
+        if "of command output to the chat?" not in question:
+            return None
+        limit = session.config.max_output
+        message = prompts.run_output.format(command=command, output=outcome[-1][1] or "")
+        if count_tokens(message, model_name(self.coder)) <= limit:
+            return None
+        return question[:-1] + f" (enters compressed to ≤{limit:,} tokens; full text stored)?"
 
     def cmd_web(self, args, return_content=False):
         "Scrape a webpage, convert to markdown and send in a message"
@@ -134,6 +177,10 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         session.facts.on_output(command.strip(), output or "", session.turn, exit_code=status)
 
     def _throttle_new_output(self, session: GardenerSession, cur: list, index: int) -> None:
+        """Ingest the output now (so it enters compressed) and say what happened, with the
+        background work it started: right after the command is the foreground moment."""
+        from ..store.worker import announce, take_notes
+
         sync(session, self.coder)
         meta = session.meta(cur[index])
         if meta is not None and meta.state == "summary":
@@ -141,6 +188,13 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
                 f"gardener: output compressed from {meta.tokens_full:,} to"
                 f" {meta.tokens_summary:,} tokens (full text: /recall {meta.entry_id})"
             )
+        notes = take_notes(session.store)
+        if meta is not None and meta.stored:
+            line = announce(session.store, meta.tokens_full)
+            if line:
+                notes.append(line)
+        for note in notes:
+            self.io.tool_output(note)
 
     def cmd_lint(self, args="", fnames=None):
         "Lint and fix in-chat files or all dirty files if none in chat"

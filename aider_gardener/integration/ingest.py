@@ -66,6 +66,8 @@ def sync(session: GardenerSession, coder: Any) -> list[MessageMeta]:
                 continue
             new.append(meta)
             if should_throttle(session, meta):
+                session.attempt("throttle", fit_summary, meta, session.config.max_output, coder)
+            if should_throttle(session, meta) and meta.tokens_summary < meta.tokens_full:
                 swap(session, lst, i, meta, "summary")
                 seen.add(id(meta.msg))
                 session.events.throttled += 1
@@ -75,13 +77,81 @@ def sync(session: GardenerSession, coder: Any) -> list[MessageMeta]:
 
 
 def should_throttle(session: GardenerSession, meta: MessageMeta) -> bool:
+    """Command output above ``--gardener-max-output`` enters as its summary, cut to fit (an
+    output the compressors cannot shrink, e.g. 300 distinct failures, is cut too)."""
     return (
         meta.kind == "tool"
         and meta.stored
         and meta.state == "full"
         and meta.tokens_full > session.config.max_output
-        and meta.tokens_summary < meta.tokens_full
     )
+
+
+# Lines a summary cut to --gardener-max-output keeps first: the facts the pipeline guarantees
+# (exception names, error codes, path:line, failing tests), as the prose compressor ranks them.
+CRITICAL_LINE = re.compile(
+    r"\b[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b"
+    r"|\b(?:E\d{4}|TS\d{4,5}|CS\d{4})\b|\.[A-Za-z]{1,5}[:(]\d"
+    r"|\w::\w|^\s*(?:FAILED|ERROR)\b|--- FAIL|\berror\b",
+    re.I,
+)
+
+
+def fit_summary(meta: MessageMeta, limit: int, coder: Any) -> None:
+    """Cut a throttled output's summary to at most ``limit`` tokens, message text and handle
+    line included. The compressors bound a summary by what its content needs, not by the
+    user's ``--gardener-max-output``: a 28k-token pytest log with many distinct warnings
+    compressed to ~2k tokens and entered whole. Lines naming errors, exceptions, failing tests
+    or ``path:line`` are kept first, then the summary's head and tail; what is left out is said
+    in one line with the way to get it (``/show ID``). The store keeps the full summary and the
+    original."""
+    model = model_name(coder)
+    if meta.tokens_summary <= limit or not meta.entry_id:
+        return
+    handle = f"[full output stored: id={meta.entry_id}]"
+    text = meta.summary
+    at = text.rfind(handle)
+    if at >= 0:
+        body, tail = text[:at], text[at:]
+    else:  # the compressors kept it all: the output itself is cut, and gets its handle
+        body, tail = text, handle
+    m = RUN_OUTPUT.match(meta.original)
+    head = ""
+    if m and body.startswith(meta.original[: m.start("output")]):
+        head = meta.original[: m.start("output")]
+        body = body[len(head) :]
+    lines = body.splitlines()
+    cost = [count_tokens(line, model) + 1 for line in lines]
+    note = (
+        "[{n} of {total} summary lines left out to fit --gardener-max-output {limit};"
+        f" /show {meta.entry_id} prints the whole output]"
+    )
+    fixed = count_tokens(head + tail, model) + count_tokens(note, model) + 8
+    room = limit - fixed
+    order = [i for i, line in enumerate(lines) if CRITICAL_LINE.search(line)]
+    critical = set(order)
+    rest = [i for i in range(len(lines)) if i not in critical]
+    ends: list[int] = []
+    while rest:  # head and tail alternately: a log's start and its final counts
+        ends.append(rest.pop(0))
+        if rest:
+            ends.append(rest.pop())
+    keep: set[int] = set()
+    for i in order[:1] + ends[:2] + order[1:] + ends[2:]:
+        if cost[i] <= room:
+            keep.add(i)
+            room -= cost[i]
+    while True:
+        kept = [lines[i] for i in sorted(keep)]
+        dropped = len(lines) - len(kept)
+        line = note.format(n=dropped, total=len(lines), limit=limit)
+        fitted = head + "\n".join(kept + [line]) + "\n" + tail
+        tokens = count_tokens(fitted, model)
+        if tokens <= limit or not keep:
+            break
+        keep.discard(max(keep, key=lambda i: (i not in critical, cost[i])))
+    if tokens < meta.tokens_summary:
+        meta.summary, meta.tokens_summary = fitted, tokens
 
 
 def swap(session: GardenerSession, lst: list, index: int, meta: MessageMeta, state: str) -> None:
@@ -135,6 +205,8 @@ def classify_message(role: str, content: str, hint: Hint | None) -> tuple[str, s
         return "reply", None, content
     if role != "user":
         return "filler", None, content
+    if content.startswith(RECALL_HEADER):
+        return "recall", "/recall", content
     m = RUN_OUTPUT.match(content)
     if m:
         return "tool", m.group("command").strip(), m.group("output")
@@ -187,6 +259,14 @@ def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMe
         meta.tokens_full = meta.tokens_summary = count_tokens(content, model)
         session.add(meta)
         return meta
+    if kind == "recall":
+        # ``/recall --add`` records its message itself; one without a record (history the
+        # table lost) is never stored again: it points at the entries it holds instead.
+        meta.tokens_full = meta.tokens_summary = count_tokens(content, model)
+        ids = tuple(dict.fromkeys(RECALLED_ID.findall(content)))
+        meta.entry_id, meta.stored, meta.keys = (ids[0] if ids else None), bool(ids), ids
+        session.add(meta)
+        return meta
 
     store = session.open_store(coder)
     entry = None
@@ -205,8 +285,6 @@ def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMe
         meta.cls = str(entry.cls)
         if entry.summary != entry.original and body in content:
             head, _, tail = content.partition(body)
-    if content.startswith(RECALL_HEADER):
-        return "recall", "/recall", content
             meta.summary = head + entry.summary + (tail if tail.strip() else "")
             meta.tokens_summary = count_tokens(meta.summary, model)
             if meta.tokens_summary >= meta.tokens_full:
@@ -255,11 +333,3 @@ def observe(session: GardenerSession, meta: MessageMeta, body: str) -> None:
     elif meta.kind == "tool":
         status = session.exit_codes.pop((meta.command or "").strip(), None)
         tracker.on_output(meta.command, body, meta.turn, meta.entry_id, exit_code=status)
-    if kind == "recall":
-        # ``/recall --add`` records its message itself; one without a record (history the
-        # table lost) is never stored again: it points at the entries it holds instead.
-        meta.tokens_full = meta.tokens_summary = count_tokens(content, model)
-        ids = tuple(dict.fromkeys(RECALLED_ID.findall(content)))
-        meta.entry_id, meta.stored, meta.keys = (ids[0] if ids else None), bool(ids), ids
-        session.add(meta)
-        return meta

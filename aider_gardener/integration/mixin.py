@@ -104,6 +104,13 @@ class GardenerMixin:
                 session, self.main_model, getattr(self.summarizer, "max_tokens", 1024)
             )
             session.attach(self)
+            if not session.stats["announced"]:  # once per process, not per mode switch
+                session.stats["announced"] = 1
+                from .status import startup_line
+
+                line = session.attempt("status", startup_line, session, self)
+                if line:
+                    self.io.tool_output(line)
             session.attempt("resume", session.keeper().start, self)
             return session
         except Exception as err:  # noqa: BLE001 - never stop Aider from starting
@@ -341,29 +348,65 @@ class GardenerMixin:
         return ""
 
     def _garden_status(self, g: GardenerSession, chunks: Any) -> None:
+        """One line before a request in which the gardener did something: what the history
+        costs now against what it would cost uncompressed, what changed in this request, and
+        how much of the history is compressed in all. (It read "888 → 2.4k history tokens",
+        which looked like shrinking while the history had grown.) Background notes (embedding
+        model, indexing) are printed here first: this is the foreground, between Aider's
+        lines, never inside its input prompt."""
+        from ..store.worker import take_notes
+
+        for note in take_notes(g.store):
+            self.io.tool_output(note)
         ev = g.events
-        if not ev.any() or ev.reported:
+        # Output /run compressed between requests counts here: it enters with this request
+        # (the per-request events were reset when the request began).
+        throttled = g.stats["throttled"] - g.stats["status_throttled"]
+        if ev.reported or not (ev.any() or throttled):
             return
         ev.reported = True
+        g.stats["status_throttled"] = g.stats["throttled"]
         model = model_name(self)
-        original = 0
+        original = history = 0
+        states: dict[str, int] = {}
         for lst in (self.done_messages, self.cur_messages):
             for msg in lst:
                 meta = g.meta(msg)
                 if meta is not None:
                     original += meta.tokens_full
+                    states[meta.state] = states.get(meta.state, 0) + 1
                 elif isinstance(msg.get("content"), str):
                     original += count_tokens(msg["content"], model)
-        sent = sum(
-            count_tokens(m["content"], model)
-            for m in list(chunks.done) + list(chunks.cur)
-            if isinstance(m.get("content"), str)
+        extra = 0  # the session-state block, recalled context, the incremental summary
+        for m in list(chunks.done) + list(chunks.cur):
+            if not isinstance(m.get("content"), str):
+                continue
+            meta = g.meta(m)
+            if meta is not None:
+                history += meta.tokens_now
+            else:
+                extra += count_tokens(m["content"], model)
+        g.stats["dropped"] += ev.dropped
+        line = f"gardener: history {_fmt_k(history)} tokens sent ({_fmt_k(original)} uncompressed)"
+        if extra:
+            line += f" + {_fmt_k(extra)} state/recalled"
+        now = [
+            (max(throttled, ev.throttled), "output compressed", "outputs compressed"),
+            (ev.aged + ev.summarized, "message summarized", "messages summarized"),
+            (ev.referenced, "cut to a reference line", "cut to reference lines"),
+            (ev.dropped, "message dropped", "messages dropped"),
+            (ev.recalled, "recalled from the store", "recalled from the store"),
+        ]
+        line += "; this request: " + ", ".join(
+            f"{n} {one if n == 1 else many}" for n, one, many in now if n
         )
-        line = f"gardener: {_fmt_k(original)} → {_fmt_k(sent)} history tokens"
-        if ev.recalled:
-            line += f", {ev.recalled} recalled"
-        if ev.dropped:
-            line += f", {ev.dropped} evicted"
+        total = [
+            (states.get("summary", 0), "compressed"),
+            (states.get("ref", 0), "as reference lines"),
+            (g.stats["dropped"], "dropped"),
+        ]
+        if any(n for n, _ in total):
+            line += "; in history: " + ", ".join(f"{n} {what}" for n, what in total if n)
         self.io.tool_output(line)
 
     # -- overflow ------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ PROBE_INTERVAL = 30.0  # how often to knock on a vector server that went away
 WRITER_RETRY = 15.0  # how often a read-only session checks whether the writer has exited
 
 PENDING, INDEXED, FAILED = 0, 1, -1
+# A queue this long is worth a word to the user (~25-40 chunks/s on one core: seconds of work).
+ANNOUNCE_CHUNKS = 40
 
 
 class EmbeddingWorker:
@@ -49,6 +51,13 @@ class EmbeddingWorker:
         self._wake = threading.Event()
         self._batch_lock = threading.Lock()  # the thread and drain() never take the same rows
         self._logged: set[str] = set()
+        # What the user is told happens in the background (model load, a long indexing job) is
+        # queued here by this thread and printed by the session in the foreground, between
+        # Aider's own lines: a write from this thread would land inside the input prompt.
+        self._notes: list[str] = []
+        self._notes_lock = threading.Lock()
+        self._watching: tuple[float, int] | None = None  # announced queue: (start, indexed then)
+        self.model_state = "idle"  # idle, loading, ready, failed
 
     # --- control --------------------------------------------------------------------------------
 
@@ -136,10 +145,77 @@ class EmbeddingWorker:
                 bad.append(cid)
         return ok, bad
 
+    # --- what the user sees ------------------------------------------------------------------
+
+    def take_notes(self) -> list[str]:
+        """Notes for the user since the last call, for the foreground to print."""
+        with self._notes_lock:
+            notes, self._notes = self._notes, []
+        return notes
+
+    def _note(self, text: str) -> None:
+        with self._notes_lock:
+            self._notes.append(text)
+
+    def announce(self, tokens: int) -> str | None:
+        """A big output was just stored: the line to print now if its chunks are a queue worth
+        mentioning, and the worker notes when the queue has drained. None when not."""
+        if not self.alive or self.index.permanent_failure:
+            return None
+        pending = self.store.pending_count()
+        if pending < ANNOUNCE_CHUNKS:
+            return None
+        self._watching = (time.monotonic(), self.embedded)
+        if self.model_state == "loading":
+            eta = "after the embedding model has loaded"
+        else:
+            eta = f"about {max(1, round(pending / 25))} s"
+        return (
+            f"gardener: indexing {_fmt_k(tokens)} tokens in the background ({pending} chunks,"
+            f" {eta}); until then /recall finds it by full-text search"
+        )
+
+    def _queue_drained(self) -> None:
+        watching, self._watching = self._watching, None
+        if watching is not None:
+            start, before = watching
+            self._note(
+                f"gardener: background indexing done ({self.embedded - before} chunks in"
+                f" {time.monotonic() - start:.0f} s); /recall searches them by meaning too"
+            )
+
+    def _warm(self) -> None:
+        from . import embeddings
+
+        if embeddings.loaded():
+            self.model_state = "ready"
+            self.index.warm()
+            return
+        self.model_state = "loading"
+        self._note(
+            "gardener: loading the embedding model in the background; /recall uses full-text"
+            " search until it is ready"
+        )
+        start = time.monotonic()
+        ok = self.index.warm()
+        self.model_state = "ready" if ok else "failed"
+        if ok:
+            self._note(
+                f"gardener: embedding model ready ({embeddings.backend() or 'loaded'},"
+                f" {time.monotonic() - start:.1f} s); /recall searches by meaning too"
+            )
+        else:
+            self._note(
+                "gardener: the embedding model could not be loaded"
+                f" ({self.index.permanent_failure or 'vector store unavailable'});"
+                " /recall uses full-text search only"
+            )
+
     def _run(self) -> None:
         try:
-            self.index.warm()
+            self._warm()
         except Exception as err:  # noqa: BLE001 - warm() should not raise; never kill the host
+            self.model_state = "failed"
             self._log_once("warm", f"loading the embedding model failed: {err}")
         while not self._stop.is_set():
             try:
@@ -154,6 +230,8 @@ class EmbeddingWorker:
                     self._stop.wait(WRITER_RETRY)
                     continue
                 if self.step() == 0:
+                    if self._watching is not None:
+                        self._queue_drained()
                     self._wake.wait(IDLE_POLL)
                     self._wake.clear()
             except Exception as err:  # noqa: BLE001 - e.g. the store was closed under us
@@ -164,3 +242,19 @@ class EmbeddingWorker:
         if key not in self._logged:
             self._logged.add(key)
             log.warning("gardener: %s", message)
+
+
+def take_notes(store: Any) -> list[str]:
+    """The background notes of ``store``'s worker (none without a store or vectors)."""
+    worker = getattr(store, "_worker", None)
+    return worker.take_notes() if isinstance(worker, EmbeddingWorker) else []
+
+
+def announce(store: Any, tokens: int) -> str | None:
+    """``EmbeddingWorker.announce`` for ``store``'s worker; None without one."""
+    worker = getattr(store, "_worker", None)
+    return worker.announce(tokens) if isinstance(worker, EmbeddingWorker) else None
+
+
+def _fmt_k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)

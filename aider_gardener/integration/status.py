@@ -1,0 +1,79 @@
+"""What the gardener says about itself at start: one line with the mode, the history budget, the
+store and its size, and how recall will work.
+
+A user who starts ``aider-gardener`` should see that it runs and where it keeps things without
+reading the docs. The store itself opens lazily (at the first message, so a failing or slow
+store costs nothing at start); the count here is one read-only query on the file if it exists.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from .session import GardenerSession
+
+MODE_WORDS = {
+    "evict": "evict mode (compress and evict old context)",
+    "rag": "rag mode (compress, evict, recall)",
+    "incremental": "incremental mode (rolling summary + recent turns, recall)",
+}
+
+
+def startup_line(session: GardenerSession, coder: Any) -> str:
+    """E.g. ``gardener: rag mode (compress, evict, recall), history budget 8.0k tokens, store
+    .aider.gardener/store.sqlite (123 entries), semantic recall (model loads in the background
+    at the first message)``."""
+    from ..store.db import resolve_location
+
+    cfg = session.config
+    root = getattr(coder, "root", None)
+    _, path = resolve_location(cfg.store, root)
+    parts = [MODE_WORDS.get(cfg.mode, f"{cfg.mode} mode")]
+    try:
+        parts.append(f"history budget {_fmt_k(session.budget(coder))} tokens")
+    except Exception:  # noqa: BLE001 - a coder without a model: say nothing about it
+        pass
+    count = entry_count(path)
+    size = "new" if count is None else f"{count:,} entr{'y' if count == 1 else 'ies'}"
+    parts.append(f"store {_shown(path, root)} ({size})")
+    if not cfg.vectors:
+        parts.append("full-text recall only (--no-gardener-vectors)")
+    elif cfg.chroma_url:
+        parts.append(f"semantic recall via {cfg.chroma_url}")
+    else:
+        parts.append("semantic recall (its model loads in the background at the first message)")
+    return "gardener: " + ", ".join(parts)
+
+
+def entry_count(path: Path) -> int | None:
+    """Entries in the store file, or None when there is none yet. Read-only, never waits on a
+    writer for more than a moment, never raises."""
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.2)
+        try:
+            return int(conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def _shown(path: Path, root: str | None) -> str:
+    """The store path relative to the repository when it is inside it."""
+    if root:
+        try:
+            rel = os.path.relpath(path, root)
+            if not rel.startswith(".."):
+                return rel
+        except ValueError:
+            pass
+    return str(path)
+
+
+def _fmt_k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
