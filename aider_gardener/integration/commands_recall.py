@@ -238,11 +238,14 @@ class RecallCommands:
         if not todo:
             return
         model = model_name(self.coder)
-        blocks = [f"--- id={e.id} ({e.cls}){_origin(e)}\n{e.original.rstrip()}" for e in todo]
-        content = RECALL_HEADER + "\n\n" + "\n\n".join(blocks)
-        costs = [count_tokens(b, model) for b in blocks]
-        cost = count_tokens(content, model) + count_tokens(RECALL_REPLY, model) + 8
         room, window, used = self._room()
+        costs = [int(e.tokens_original) for e in todo]
+        cost = sum(costs)
+        if cost <= room:  # the store's count decides a hopeless case without tokenizing 100 MB
+            blocks = [f"--- id={e.id} ({e.cls}){_origin(e)}\n{e.original.rstrip()}" for e in todo]
+            content = RECALL_HEADER + "\n\n" + "\n\n".join(blocks)
+            costs = [count_tokens(b, model) for b in blocks]
+            cost = count_tokens(content, model) + count_tokens(RECALL_REPLY, model) + 8
         if cost > room:
             what = ", ".join(f"id={e.id} ({n:,} tokens)" for e, n in zip(todo, costs))
             self.io.tool_error(
