@@ -657,6 +657,9 @@ def load_latest(
 # true until someone changes them (a goal, the files in the chat and the commands run belong to
 # the session that had them, and /resume brings those back).
 CARRIED_KINDS = ("decision", "constraint", "error", "failed")
+# Per kind, the newest this many: what no session resolves must not grow without end (the older
+# ones stay in the older checkpoint files).
+MAX_CARRIED = 20
 _COUNT_NOUNS = (
     ("decision", "decision", "decisions"),
     ("constraint", "constraint", "constraints"),
@@ -675,6 +678,10 @@ def carried_facts(book: FactBook) -> FactBook:
         for f in sorted(book.find(), key=order_key)
         if f.kind in CARRIED_KINDS and (f.kind != "error" or f.status == "open")
     ]
+    for kind in CARRIED_KINDS:
+        of_kind = [f for f in keep if f.kind == kind]
+        drop = {id(f) for f in of_kind[: max(0, len(of_kind) - MAX_CARRIED)]}
+        keep = [f for f in keep if id(f) not in drop]
     out = []
     for n, fact in enumerate(keep, 1):
         copy = Fact.from_dict(fact.to_dict())

@@ -591,6 +591,10 @@ def test_carried_facts_are_the_open_ones_renumbered():
         "1 decision, 1 constraint, 1 open error, 1 failed approach"
     )
     assert ck.describe_counts(FactBook()) == "no facts"
+    for n in range(ck.MAX_CARRIED + 5):
+        book.add("constraint", f"rule:{n}", f"never do thing {n}", 6 + n)
+    kept = [f.text for f in ck.carried_facts(book).find("constraint")]
+    assert len(kept) == ck.MAX_CARRIED and kept[-1] == f"never do thing {ck.MAX_CARRIED + 4}"
 
 
 def test_decisions_read_back_keep_the_trackers_keys():
