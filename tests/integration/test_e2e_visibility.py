@@ -85,6 +85,7 @@ def test_start_up_line_question_and_status_line(workspace):
             r"gardener: rag mode \(compress, evict, recall\), history budget 2\.0k tokens,"
             r" store \.aider\.gardener/store\.sqlite \(new\), full-text recall only"
         )
+        assert "Warning" not in child.before  # e.g. requests' RequestsDependencyWarning
         child.expect("> ")
         _ask(child, "what does parse do?")
 
