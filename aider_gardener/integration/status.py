@@ -24,8 +24,8 @@ MODE_WORDS = {
 
 def startup_line(session: GardenerSession, coder: Any) -> str:
     """E.g. ``gardener: rag mode (compress, evict, recall), history budget 8.0k tokens, store
-    .aider.gardener/store.sqlite (123 entries), semantic recall (model loads in the background
-    at the first message)``."""
+    .aider.gardener/store.sqlite (123 entries), semantic recall (model loads at the first
+    message)``. The model loads in a background thread; worker.py's notes say when."""
     from ..store.db import resolve_location
 
     cfg = session.config
@@ -44,7 +44,7 @@ def startup_line(session: GardenerSession, coder: Any) -> str:
     elif cfg.chroma_url:
         parts.append(f"semantic recall via {cfg.chroma_url}")
     else:
-        parts.append("semantic recall (its model loads in the background at the first message)")
+        parts.append("semantic recall (model loads at the first message)")
     return "gardener: " + ", ".join(parts)
 
 

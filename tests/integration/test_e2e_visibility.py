@@ -172,7 +172,7 @@ def test_background_model_load_and_indexing_are_announced(workspace):
     ready = r"gardener: embedding model ready \([\w-]+, [\d.]+ s\)"
     done = r"gardener: background indexing done \(\d+ chunks in \d+ s\)"
     try:
-        child.expect(r"semantic recall \(its model loads in the background at the first message\)")
+        child.expect(r"semantic recall \(model loads at the first message\)")
         child.expect("> ")
         _ask(child, "what does parse do?")
         child.sendline("/run sh import.sh")
