@@ -164,8 +164,9 @@ class Continuity:
         self._start_version = self._checkpointed_version = self.tracker.book.version
 
     def _restore_files(self, coder: Any) -> None:
-        """Add the checkpoint's in-chat files that still exist (inside the project); say which
-        came back and which are missing (those become ``dropped``: they are not in the chat)."""
+        """Add the checkpoint's in-chat files that still exist (editable ones only inside the
+        project, as Aider's /add; read-only ones anywhere, as /read-only); say which came back
+        and which are missing (those become ``dropped``: they are not in the chat)."""
         root = Path(getattr(coder, "root", None) or ".").resolve()
         editable = {str(Path(p).resolve()) for p in getattr(coder, "abs_fnames", ())}
         read_only = {str(Path(p).resolve()) for p in getattr(coder, "abs_read_only_fnames", ())}
@@ -176,8 +177,9 @@ class Continuity:
             op = fact.detail.get("op")
             if op not in CHAT_OPS and op != READ_ONLY_OP:
                 continue
-            path = (root / fact.key).resolve()
-            if not path.is_relative_to(root) or not path.is_file():
+            path = (root / Path(fact.key).expanduser()).resolve()
+            inside = op == READ_ONLY_OP or path.is_relative_to(root)
+            if not inside or not path.is_file():
                 missing.append(fact.key)
                 continue
             full = str(path)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from aider_gardener.continuity.checkpoint import list_checkpoints, parse_checkpoint, validate
@@ -472,8 +474,11 @@ def test_resume_puts_the_files_back(make_coder, llm, repo, tmp_path, capsys):
     (repo / "lib.py").write_text("X = 1\n")
     (repo / "old.py").write_text("Y = 2\n")
     (repo / "notes.md").write_text("notes\n")
+    outside = tmp_path / "conventions.md"  # read-only files may live outside the project
+    outside.write_text("be nice\n")
     first = make_coder(fnames=[str(repo / "app.py"), str(repo / "old.py")])
     first.commands.run("/read-only notes.md")
+    first.commands.run(f"/read-only {outside}")
     first.commands.run("/add lib.py")
     first.commands.run("/drop lib.py")
     first.run(with_message="use orjson instead of json for the cache files")
@@ -485,15 +490,17 @@ def test_resume_puts_the_files_back(make_coder, llm, repo, tmp_path, capsys):
     capsys.readouterr()
     second.commands.run("/resume")
     out = said(capsys)
-    assert "gardener: files back in the chat: app.py; read-only: notes.md;" in out
+    assert "gardener: files back in the chat: app.py; read-only: " in out
+    assert "conventions.md" in out and "notes.md;" in out
     assert "missing, not added: old.py" in out
     assert second.get_inchat_relative_files() == ["app.py"]
-    assert {second.get_rel_fname(p) for p in second.abs_read_only_fnames} == {"notes.md"}
-    ops = {f.key: f.detail["op"] for f in second.gardener.facts.book.find("file")}
+    assert {Path(p).name for p in second.abs_read_only_fnames} == {"notes.md", "conventions.md"}
+    ops = {Path(f.key).name: f.detail["op"] for f in second.gardener.facts.book.find("file")}
     assert ops == {
         "app.py": "added",
         "old.py": "dropped",
         "notes.md": "read-only",
+        "conventions.md": "read-only",
         "lib.py": "dropped",
     }
 
