@@ -669,7 +669,21 @@ class FactTracker:
             detail={"use": x, "instead_of": y or None, "by": by},
             supersede=False,
         )
-        for old in live:
+        self.supersede_for(fact)
+
+    @_total()
+    def supersede_for(self, fact: Fact) -> None:
+        """Mark the live facts ``fact`` replaces as superseded (the rules in the module
+        docstring): also for a fact merged in from elsewhere (a mid-session /resume)."""
+        if fact.kind == "constraint":
+            for old in self.book.find("constraint", fact.key):
+                if old.id != fact.id:
+                    self.book.update(old, status="superseded", superseded_by=fact.id)
+            return
+        if fact.kind != "decision":
+            return
+        x, y = _choice(fact.key)
+        for old in self.book.find("decision"):
             if old.id == fact.id:
                 continue
             ox, oy = _choice(old.key)

@@ -38,6 +38,7 @@ from ..continuity.checkpoint import (
     render_checkpoint,
     write_checkpoint,
 )
+from ..continuity.facts import Fact, FactBook
 from ..continuity.state import HEADER, order_key, render_state
 from ..continuity.tracker import FactTracker
 from ..tokens import count_tokens
@@ -154,14 +155,29 @@ class Continuity:
         book = checkpoint.facts
         for fact in book:
             fact.session = fact.session or checkpoint.session
+        own = self._own_facts()
+        size = len(book)
+        if own:
+            book = _merged(book, own)
         self.tracker = FactTracker(book)
+        for fact in list(book)[size:]:  # what this session decided outranks the checkpoint
+            self.tracker.supersede_for(fact)
+        kept = f"; kept {len(own)} of this session's" if own else ""
         coder.io.tool_output(
-            f"gardener: resumed from checkpoint {checkpoint.created} ({len(book)} facts);"
+            f"gardener: resumed from checkpoint {checkpoint.created} ({size} facts{kept});"
             " the earlier session is in the store: /recall QUERY"
         )
         self._restore_files(coder)
         self._chat_files(coder)
         self._start_version = self._checkpointed_version = self.tracker.book.version
+
+    def _own_facts(self) -> list:
+        """What this session learnt itself before a mid-session /resume (facts read from a
+        checkpoint carry their session; files are re-read from the chat): /resume adds the
+        thread, it must not erase the last hour."""
+        if not self.started or self.tracker.book.version == self._start_version:
+            return []
+        return [f for f in self.tracker.book.find() if f.session is None and f.kind != "file"]
 
     def _restore_files(self, coder: Any) -> None:
         """Add the checkpoint's in-chat files that still exist (editable ones only inside the
@@ -399,6 +415,17 @@ class Continuity:
         coder.io.tool_warning(line)
         if levels[0] in crossed:  # also when one turn jumps past several levels at once
             self.auto_checkpoint(coder, "pressure")
+
+
+def _merged(book: FactBook, own: list[Fact]) -> FactBook:
+    """``book`` then copies of ``own``, renumbered after it (the caller applies superseding)."""
+    facts = list(book)
+    next_id = max((f.id for f in facts), default=0) + 1
+    for n, fact in enumerate(own):
+        copy = Fact.from_dict(fact.to_dict())
+        copy.id, copy.superseded_by, copy.detail = next_id + n, None, dict(fact.detail)
+        facts.append(copy)
+    return FactBook(facts)
 
 
 def _listing(paths: list[str]) -> str:

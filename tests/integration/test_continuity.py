@@ -470,6 +470,29 @@ def test_resume_by_name_prefix_or_path_with_completion(make_coder, llm, repo, tm
     assert "resumed from checkpoint" in resumed("mine.md")  # relative to the project
 
 
+def test_resume_mid_session_keeps_what_this_session_learnt(make_coder, llm, repo, capsys):
+    first = make_coder()
+    first.run(with_message="use orjson instead of json for the cache files")
+    first.run(with_message="never change the public API of parse")
+    first.gardener.close()
+    second = make_coder()  # carries both; then learns its own
+    second.run(with_message="use ujson instead of orjson")
+    second.run(with_message="we must keep Python 3.9 support")
+    capsys.readouterr()
+    second.commands.run("/resume")
+    assert "(2 facts; kept 2 of this session's)" in said(capsys)
+    book = second.gardener.facts.book
+    assert [f.text for f in book.find("decision")] == ["use ujson instead of orjson"]
+    assert sorted(f.text for f in book.find("constraint")) == [
+        "never change the public API of parse",
+        "we must keep Python 3.9 support",
+    ]
+    answer(llm, "Ok.")
+    second.run(with_message="go on")
+    sent = text_of(llm.last)
+    assert "ujson" in sent and "Python 3.9" in sent and "public API" in sent
+
+
 def test_resume_puts_the_files_back(make_coder, llm, repo, tmp_path, capsys):
     (repo / "lib.py").write_text("X = 1\n")
     (repo / "old.py").write_text("Y = 2\n")
