@@ -74,10 +74,10 @@ class ContinuityCommands:
 
         folder = self._checkpoint_folder(session)
         paths = list_checkpoints(folder)
-        if not paths:
-            self.io.tool_output(f"No checkpoints in {folder}.")
-            return
         shown = session.keeper()._show(folder)
+        if not paths:
+            self.io.tool_output(f"No checkpoints in {shown}.")
+            return
         self.io.tool_output(f"Checkpoints in {shown}, newest first (/resume NAME loads one):")
         for path in paths:
             try:
