@@ -1,6 +1,6 @@
 """``python -m aider_gardener``: the content pipeline from the shell, for users and benchmarks.
 
-    compress PATH|- [--class CLASS] [--model MODEL] [--json] [--store [STORE]]
+    compress PATH|- [--class CLASS] [--model MODEL] [--json] [--store [STORE]] [--facts]
     demo            compress sample outputs and print before/after with token counts
 
 A directory given to ``compress`` prints one row per file and the totals by class. Without
@@ -32,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="gpt-4o", help="names the tokenizer (default gpt-4o)")
     p.add_argument("--command", help="the shell command that produced the output, if known")
     p.add_argument("--json", action="store_true", help="print one JSON object (a list for a dir)")
+    p.add_argument(
+        "--facts",
+        action="store_true",
+        help="also print, per file, the critical facts found in the input and kept in the summary",
+    )
     p.add_argument(
         "--store",
         nargs="?",
@@ -70,6 +75,8 @@ def compress_cmd(args) -> int:
                 print(json.dumps([_as_json(r, str(f)) for f, r in results], indent=1))
             else:
                 print_table(results)
+            if args.facts:
+                print_facts([(f, r.original, r.summary) for f, r in results])
             if store is not None:
                 print(f"# stored {len(results)} entries in {store.path}", file=sys.stderr)
             return 0
@@ -89,6 +96,8 @@ def compress_cmd(args) -> int:
         return 0
     sys.stdout.write(result.summary if result.summary.endswith("\n") else result.summary + "\n")
     sys.stdout.flush()  # the summary before the counts when both go to one terminal
+    if args.facts:
+        print_facts([(Path(args.path), result.original, result.summary)], out=sys.stderr)
     kept = f"stored as id={result.entry_id} in {store.path}" if store else "not stored (--store)"
     print(
         f"# {result.cls}: {result.tokens_original:,} -> {result.tokens_summary:,} tokens"
@@ -202,6 +211,33 @@ def print_table(results: list[tuple[Path, CompressionResult]]) -> None:
         all_out += t_out
         print(f"{name:<10} {n:>8} {t_in:>10,} {t_out:>10,} {t_out / max(t_in, 1):>6.3f}")
     print(f"{'all':<10} {'':>8} {all_in:>10,} {all_out:>10,} {all_out / max(all_in, 1):>6.3f}")
+
+
+def print_facts(items: list[tuple[Path, str, str]], out=None) -> None:
+    """Per file, the critical facts (``aider_gardener/facts.py``) found in the original and kept
+    in the summary, the missing ones named, then the totals by kind: anyone can check the
+    promise on their own outputs."""
+    from . import facts
+
+    out = out or sys.stdout
+    width = max([len(f.name) for f, _, _ in items] + [4])
+    print(f"\n{'file':<{width}}  {'facts':>7} {'kept':>7}  missing", file=out)
+    by_kind: dict[str, list[int]] = {k: [0, 0] for k in facts.KINDS}
+    for f, original, summary in items:
+        found = facts.extract(original)
+        gone = facts.missing(original, summary, found)
+        total, kept = facts.counts(found, gone)
+        for kind in facts.KINDS:
+            by_kind[kind][0] += len(found[kind])
+            by_kind[kind][1] += len(found[kind]) - len(gone.get(kind, ()))
+        lost = "; ".join(f"{k}: {', '.join(sorted(v)[:3])}" for k, v in gone.items())
+        print(f"{f.name:<{width}}  {total:>7,} {kept:>7,}  {lost[:300]}", file=out)
+    print(f"\n{'fact kind':<14} {'found':>7} {'kept':>7}", file=out)
+    for kind, (n, k) in by_kind.items():
+        print(f"{kind:<14} {n:>7,} {k:>7,}", file=out)
+    n_all = sum(v[0] for v in by_kind.values())
+    k_all = sum(v[1] for v in by_kind.values())
+    print(f"{'all':<14} {n_all:>7,} {k_all:>7,}", file=out)
 
 
 def demo(model: str) -> int:

@@ -17,10 +17,12 @@ import hashlib
 import logging
 from dataclasses import replace
 
+from . import facts
 from .classify import segment as split_segments
 from .compress import COMPRESSORS, run_compressor, testrun
 from .compress.base import strip_ansi
 from .compress.dedupe import dedupe_failures
+from .compress.keep_facts import keep_facts
 from .compress.large import LARGE_CHARS, compress_large
 from .sanitize import decode
 from .tokens import count_tokens
@@ -98,10 +100,29 @@ def compress(
     if len(segs) > 1:
         outs = [_no_worse(seg, out, opts.model) for seg, out in zip(segs, outs)]
         outs = dedupe_failures(segs, outs)
+    outs = _keep_facts(segs, outs)
     summary = _join(segs, outs)
     if run:
         summary = _with_run_summary(summary, run)
     return _result(original, summary, segs, outs, notes, opts, raw)
+
+
+def _keep_facts(segs: list[Segment], outs: list) -> list:
+    """Every critical fact of a segment missing from the whole summary comes back in that
+    segment's output (``compress/keep_facts.py``): the promise holds whatever a compressor did."""
+    whole = facts.Summary(_join(segs, outs))
+    restored: set[tuple[str, str]] = set()
+    done = []
+    for seg, out in zip(segs, outs):
+        body = out if isinstance(out, str) else out.text
+        if body == seg.text:
+            done.append(out)
+            continue
+        kept = keep_facts(seg.text, body, whole, restored)
+        if kept != body:
+            out = Compressed(kept, {**out.counts, "facts_restored": 1}, out.fallback)
+        done.append(out)
+    return done
 
 
 def _whole_run(text: str, segs: list[Segment], source: Source) -> testrun.TestRun | None:

@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GARDENER_SHARED_DATA", ROOT.parent / "shared" / "data"))
 TOOL_OUTPUTS = SHARED / "tool_outputs"
+TOOL_OUTPUTS_MORE = SHARED / "tool_outputs_more"
 HISTORIES = SHARED / "aider_histories"
 MEMORY_BENCH = SHARED / "memory_bench"
 
@@ -64,3 +65,22 @@ def tool_output_files() -> list[Path]:
         and p.suffix in (".log", ".txt", ".json")
         and not p.name.startswith("LICENSE")
     )
+
+
+OUTPUT_SUFFIXES = (".log", ".txt", ".json", ".diff", ".yaml")
+
+
+def all_tool_output_files() -> list[Path]:
+    """Every real output in ``tool_outputs*`` (both folders), provenance and licence files
+    excluded; empty when the data is absent."""
+    found = []
+    for folder in sorted(SHARED.glob("tool_outputs*")):
+        if folder.is_dir():
+            found += [
+                p
+                for p in folder.iterdir()
+                if p.is_file()
+                and p.suffix in OUTPUT_SUFFIXES
+                and not p.name.startswith(("LICENSE", "SOURCES"))
+            ]
+    return sorted(found, key=lambda p: (p.parent.name, p.name))

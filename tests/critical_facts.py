@@ -3,11 +3,18 @@ the compressors (plain regexes over the raw text), so the check cannot share a c
 
 Facts: failing test ids, exception type + message lines, ``path:line`` references into the
 project's own code (library paths excluded), and compiler/type-checker error codes.
+
+Two definitions on purpose: the regexes below (failing tests, exceptions, own ``path:line``,
+error codes) are the original, independent ones; ``aider_gardener.facts`` is the widened shared
+definition the compressors use to protect lines. ``all_missing_facts`` applies both, so a bug in
+the shared extractor that hides a fact from the compressors still fails here.
 """
 
 from __future__ import annotations
 
 import re
+
+from aider_gardener import facts as shared
 
 LIBRARY_PATH = re.compile(
     r"site-packages|dist-packages|node_modules|[\\/]lib[\\/]python\d|<frozen|[\\/]\.cargo[\\/]|"
@@ -105,3 +112,12 @@ def _path_line_present(flat: str, path: str, line: str) -> bool:
         if re.search(re.escape(cand) + r"[:(]" + re.escape(line) + r"\b", flat):
             return True
     return False
+
+
+def all_missing_facts(original: str, summary: str) -> dict[str, set[str]]:
+    """The independent checks above plus every kind of the shared definition (frames, codes of
+    every tool, panics, terraform actions, pods, FATAL/ERROR lines)."""
+    found = dict(missing_facts(shared.strip_ansi(original), summary))
+    for kind, gone in shared.missing(original, summary).items():
+        found[f"shared.{kind}"] = gone
+    return found

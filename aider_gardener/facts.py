@@ -1,0 +1,433 @@
+"""Critical facts: the one definition of what no compressor may lose.
+
+The README promises that failing test ids, exception lines, ``path:line`` references and error
+codes survive compression. This module says exactly what that means, with plain regexes over the
+raw text, so that three users agree on it: the compressors (to protect the lines carrying facts),
+``python -m aider_gardener compress DIR --facts`` (to show anyone facts found / kept per file),
+and the tests (``tests/critical_facts.py``), which check every real output against it.
+
+Kinds (each a set of short strings; ``missing`` says which are absent from a summary):
+
+* ``failing_tests``: pytest/unittest/go/cargo/jest/surefire failing ids;
+* ``exceptions``: exception type + the start of its message, at a line start, after
+  ``Caused by:``, or qualified (``java.net.NoRouteToHostException: …``) anywhere;
+* ``path_lines``: ``path:line``, ``path(line,col)`` and ``File "path", line N`` into the
+  project's own code (library paths excluded: a library frame is a ``frames`` fact instead);
+* ``frames``: every distinct stack frame location, library or not, as ``file:line`` (JS/Java/
+  Kotlin/Python frames) or ``Class.method:line`` (Android/JVM ``called by`` frames);
+* ``error_codes``: compiler/linter/tool codes (E0432, TS1005, CS0103, F401, E501, npm E403/
+  ERESOLVE/ECONNRESET, mypy ``[no-untyped-def]``, clippy lints, eslint rules, ``-Wunused``);
+* ``panics``: Go ``panic:`` messages and Rust ``panicked at`` locations;
+* ``terraform``: each resource address with its planned action (``aws_vpc.main will be
+  created``) and the ``Plan:``/``Apply complete!`` counts;
+* ``pods``: ``kubectl get pods`` rows whose status is not Running/Completed, as ``name STATUS``;
+* ``fatal_lines``: the message of every FATAL/ERROR/CRITICAL/SEVERE log line (numbers loose).
+
+Comparisons are whitespace-normalised; messages compare "loosely" (every number, and the
+``<n>``/``<ip>``/``<time>`` placeholders the log compressor writes for varying numbers, count as
+one token), since a message's varying ids are not what the reader acts on, while paths, lines,
+codes and frames must appear verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+KINDS = (
+    "failing_tests",
+    "exceptions",
+    "path_lines",
+    "frames",
+    "error_codes",
+    "panics",
+    "terraform",
+    "pods",
+    "fatal_lines",
+)
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+LIBRARY_PATH = re.compile(
+    r"site-packages|dist-packages|node_modules|[\\/]lib[\\/]python\d|<frozen|[\\/]\.cargo[\\/]|"
+    r"[\\/]rustc[\\/]|[\\/]go[\\/]src[\\/]|[\\/]jdk|[\\/]Program Files[\\/]Python|importlib",
+    re.I,
+)
+FAILED_TEST = [
+    re.compile(r"^FAILED\s+(\S+::\S+)", re.M),  # pytest short summary
+    re.compile(r"^ERROR\s+(\S+::\S+)", re.M),
+    re.compile(r"^\s*--- FAIL: (\S+)", re.M),  # go test
+    re.compile(r"^test (\S+) \.\.\. FAILED", re.M),  # cargo test
+    re.compile(r"^\s*FAIL\s+(\S+\.(?:spec|test)\.[jt]sx?)", re.M),  # jest/vitest suite
+    re.compile(r"^\[ERROR\]\s+(\w[\w.$]*\.\w+:\d+\s)", re.M),  # surefire "Class.method:42 msg"
+    re.compile(r"^(?:FAIL|ERROR): (\w+ \([\w.]+\))", re.M),  # unittest
+]
+EXCEPTION_LINE = re.compile(
+    r"^(?:E\s+)?((?:[A-Za-z_][\w$]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
+    r"(?::\s*(\S.{0,80}))?\s*$",
+    re.M,
+)
+CAUSED_BY = re.compile(r"^\s*Caused by:\s+([\w$.]+)(?::\s*(\S.{0,80}))?", re.M)
+QUALIFIED_EXC = re.compile(
+    r"(?<![\w$.])((?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception))(?::\s*(\S.{0,80}))?"
+)
+PATH_LINE = re.compile(
+    r"(?<![\w.])((?:[A-Za-z]:)?[\w.\\/-]*[\w-]\.[A-Za-z]{1,5})(?:[:(]|:\[)(\d+)\b"
+)
+PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+# "at fn (path:12:3)", also after a log prefix ("44 verbose stack     at …")
+JS_FRAME = re.compile(
+    r"^(?:[^\n]*?\s)?at (?:[^\n]*?\()?(?:file://)?([^\s()]+?):(\d+)(?::\d+)?\)?[ \t]*$", re.M
+)
+JVM_FRAME = re.compile(r"^\s*at [\w$.<>/]+\(([\w$-]+\.(?:java|kt|kts|scala|groovy)):(\d+)\)", re.M)
+CALLED_BY_FRAME = re.compile(r"(?<![\w$])(?:[a-z][\w$]*\.)+([A-Z][\w$]*\.[\w$<>-]+):(\d+)\b")
+ERROR_CODE = re.compile(
+    r"\b(E\d{4}|TS\d{4,5}|CS\d{4}|LNK\d{4}|C\d{4})\b"
+    r"|(?<![\w-])(E(?:\d{3}|CONN\w+|NOENT|ACCES|PERM|TIMEDOUT|RESOLVE|ADDRINUSE|INTEGRITY"
+    r"|LIFECYCLE|EXIST|NOTFOUND|AI_AGAIN|PIPE|BADENGINE|NOTSUP|PEERINVALID|JSONPARSE))\b"
+    r"|(clippy::\w+)"
+    r"|\[(-W[\w=+-]+)\]"
+)
+# a lint code right after a location (flake8/ruff/pylint/pycodestyle) or ruff's new format
+LINT_CODE = re.compile(
+    r"^\S+?:\d+:(?:\d+:)? ([A-Z]{1,4}\d{3,4})\b|^([A-Z]{1,4}\d{3,4}) (?:\[\*\] )?\S", re.M
+)
+MYPY_CODE = re.compile(r": (?:error|note|warning): .*  \[([a-z][a-z0-9-]+)\]\s*$", re.M)
+ESLINT_RULE = re.compile(
+    r"^\s+\d+:\d+\s+(?:error|warning)\s+.*?\s{2,}((?:@[\w-]+/)?[a-z][\w-]*(?:/[\w-]+)?)\s*$", re.M
+)
+PANIC = re.compile(r"^panic: (.{1,60})|panicked at (?:'[^']*', )?(\S+?:\d+)", re.M)
+TF_ACTION = re.compile(
+    r"^\s*# (\S+) (will be created|will be destroyed|will be updated in-place|must be replaced"
+    r"|will be replaced|will be read during apply|has been deleted|has changed)",
+    re.M,
+)
+TF_TOTALS = re.compile(
+    r"^\s*(Plan: \d+ to add, \d+ to change, \d+ to destroy|Apply complete! Resources: .+?)\.?\s*$",
+    re.M,
+)
+FATAL_LINE = re.compile(r"^.{0,80}?\b(?:FATAL|ERROR|CRITICAL|SEVERE)\b[\]:| \t-]*(\S.{4,})$", re.M)
+_LOOSE = re.compile(
+    r"<(?:n|ip|time|ts|date|hex|uuid|dur|\*)>|0x[0-9a-fA-F]+|\d+(?:[.:,/-]\d+)*|"
+    r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
+)
+# build tools' advice printed under every failure: ERROR level, but no fact of this run
+_BOILERPLATE = re.compile(
+    r"^(?:-> \[Help \d|\[Help \d\]|To see the full stack trace|Re-run Maven|For more information"
+    r" about the errors|After correcting the problems|mvn <args>|Run with --(?:stacktrace|info)"
+    r"|Get more help at|BUILD FAILURE)"
+)
+_POD_OK = frozenset({"Running", "Completed", "Succeeded"})
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def loose(text: str) -> str:
+    """Numbers, ids and the compressors' placeholders as one ``#``: what a repeated message
+    keeps when its varying parts are masked."""
+    return " ".join(_LOOSE.sub("#", text).split())
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+def failing_tests(text: str) -> set[str]:
+    return {m.group(1).strip() for rx in FAILED_TEST for m in rx.finditer(text)}
+
+
+def exception_lines(text: str) -> set[str]:
+    """``Type: start of message`` for every exception line, ``Caused by:`` and qualified
+    exception name (the message loosened, see ``loose``)."""
+    found = set()
+    for rx in (EXCEPTION_LINE, CAUSED_BY, QUALIFIED_EXC):
+        for m in rx.finditer(text):
+            msg = loose((m.group(2) or "").strip())[:40].strip()
+            found.add(f"{m.group(1)}: {msg}" if msg else m.group(1))
+    return found
+
+
+def is_library(line: str) -> bool:
+    return bool(LIBRARY_PATH.search(line))
+
+
+def project_path_lines(text: str) -> set[str]:
+    found = set()
+    for line in _lines_with(text, ".", "("):
+        if LIBRARY_PATH.search(line):
+            continue
+        for m in PATH_LINE.finditer(line):
+            path = m.group(1)
+            if path.startswith(("//", "http", "www.")) or _node_core_frame(path, line):
+                continue
+            found.add(f"{path}:{m.group(2)}")
+        for m in PY_FRAME.finditer(line):
+            found.add(f"{m.group(1)}:{m.group(2)}")
+    return found
+
+
+def _lines_with(text: str, *needles: str) -> Iterable[str]:
+    for line in text.split("\n"):
+        if any(n in line for n in needles):
+            yield line
+
+
+def _node_core_frame(path: str, line: str) -> bool:
+    """``at emitNone (events.js:86:13)``: Node's own modules carry no directory."""
+    bare = "/" not in path.replace("internal/", "", 1) and "\\" not in path
+    return bare and path.endswith(".js") and line.lstrip().startswith("at ")
+
+
+def frames(text: str) -> set[str]:
+    """Every distinct frame location as ``file:line`` or ``Class.method:line``."""
+    found = set()
+    for m in JS_FRAME.finditer(text):
+        name = _basename(m.group(1))
+        if "." in name and not name.startswith(("<", "native")):
+            found.add(f"{name}:{m.group(2)}")
+    for m in JVM_FRAME.finditer(text):
+        found.add(f"{m.group(1)}:{m.group(2)}")
+    for m in PY_FRAME.finditer(text):
+        found.add(f"{_basename(m.group(1))}:{m.group(2)}")
+    if "called by" in text or "\tat " in text:
+        for line in _lines_with(text, "called by"):
+            for m in CALLED_BY_FRAME.finditer(line):
+                found.add(f"{m.group(1)}:{m.group(2)}")
+    return found
+
+
+def _basename(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def error_codes(text: str) -> set[str]:
+    found = set()
+    for m in ERROR_CODE.finditer(text):
+        found.add(next(g for g in m.groups() if g))
+    for rx in (LINT_CODE, MYPY_CODE, ESLINT_RULE):
+        for m in rx.finditer(text):
+            found.update(g for g in m.groups() if g)
+    return found
+
+
+def panics(text: str) -> set[str]:
+    if "panic" not in text:
+        return set()
+    return {loose(m.group(1)) if m.group(1) else m.group(2) for m in PANIC.finditer(text)}
+
+
+def terraform(text: str) -> set[str]:
+    if "# " not in text and "Plan:" not in text and "Apply complete" not in text:
+        return set()
+    found = {f"{m.group(1)} {m.group(2)}" for m in TF_ACTION.finditer(text)}
+    found.update(" ".join(m.group(1).split()) for m in TF_TOTALS.finditer(text))
+    return found
+
+
+def pods(text: str) -> set[str]:
+    """``kubectl get pods``: the pods that are not fine, with their status."""
+    lines = text.split("\n")
+    found = set()
+    for k, line in enumerate(lines):
+        cols = line.split()
+        if "NAME" not in cols or "STATUS" not in cols or "READY" not in cols:
+            continue
+        ni, si = cols.index("NAME"), cols.index("STATUS")
+        for row in lines[k + 1 :]:
+            vals = row.split()
+            if len(vals) < len(cols) - 2 or len(vals) <= max(ni, si):
+                break
+            if vals[si] not in _POD_OK:
+                found.add(f"{vals[ni]} {vals[si]}")
+        break
+    return found
+
+
+def fatal_lines(text: str) -> set[str]:
+    """The loosened message (first 40 characters) of each FATAL/ERROR-level log line."""
+    found = set()
+    for m in FATAL_LINE.finditer(text):
+        msg = fatal_message(m)
+        if msg:
+            found.add(msg)
+    return found
+
+
+_LEVEL_PREFIX = re.compile(r"^(?:\[?(?:ERROR|FATAL|CRITICAL|SEVERE)\]?[\s:]*)+")
+
+
+def fatal_message(m: re.Match) -> str | None:
+    """The fact of one ``FATAL_LINE`` match: its message loosened and cut to 40 characters, or
+    None for build tools' boilerplate and messages without words."""
+    raw = _LEVEL_PREFIX.sub("", m.group(1))
+    if _BOILERPLATE.match(raw):
+        return None
+    msg = loose(raw)[:40].strip()
+    return msg if len(msg) >= 5 and any(c.isalpha() for c in msg) else None
+
+
+_EXTRACTORS = {
+    "failing_tests": failing_tests,
+    "exceptions": exception_lines,
+    "path_lines": project_path_lines,
+    "frames": frames,
+    "error_codes": error_codes,
+    "panics": panics,
+    "terraform": terraform,
+    "pods": pods,
+    "fatal_lines": fatal_lines,
+}
+
+
+def extract(text: str) -> dict[str, set[str]]:
+    """Every kind's facts in ``text`` (ANSI escapes removed first)."""
+    text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
+    return {kind: fn(text) for kind, fn in _EXTRACTORS.items()}
+
+
+# --------------------------------------------------------------------------- checking
+
+
+class Summary:
+    """A summary prepared once for many fact lookups: flat (whitespace-normalised), with
+    forward slashes, and loosened, plus the line index grouped diagnostics need."""
+
+    def __init__(self, summary: str):
+        summary = strip_ansi(summary)
+        self.flat = " ".join(summary.split())
+        self.slashed = self.flat.replace("\\", "/")
+        self.loose = loose(summary)
+        self.lines = summary.split("\n")
+        self._grouped: dict[str, set[str]] | None = None
+
+    def has(self, kind: str, fact: str) -> bool:
+        if kind in ("exceptions",):
+            etype, _, msg = fact.partition(": ")
+            return etype in self.flat and msg in self.loose
+        if kind == "fatal_lines" or kind == "panics" and "#" in fact:
+            return fact in self.loose
+        if kind in ("path_lines", "frames"):
+            path, _, line = fact.rpartition(":")
+            return self._location(path.replace("\\", "/"), line)
+        if kind == "pods":
+            name, _, status = fact.rpartition(" ")
+            return any(name in x and status in x for x in self.lines)
+        return " ".join(fact.split()) in self.flat
+
+    def _location(self, path: str, line: str) -> bool:
+        """``path:line``, ``path(line,col)``, ``File "path", line N``, or the file name with the
+        line (a shortened absolute prefix), or a grouped ``name …: lines 3,7,…`` entry."""
+        name = path.rsplit("/", 1)[-1]
+        for cand in (path, name):
+            if cand not in self.slashed:
+                continue
+            pat = re.escape(cand) + r'(?:[:(]|:\[|", line )' + re.escape(line) + r"\b"
+            if re.search(pat, self.slashed):
+                return True
+        return line in self.grouped().get(name, ())
+
+    def grouped(self) -> dict[str, set[str]]:
+        if self._grouped is None:
+            self._grouped = grouped_locations(self.lines)
+        return self._grouped
+
+
+GROUPED = re.compile(r"^(?:\[×\d+\] )?(\S.*?) in (\S+): lines? ([\d,]+)")
+
+
+def grouped_locations(lines: list[str]) -> dict[str, set[str]]:
+    """File name -> line numbers named by grouped diagnostics (``TS1005 ×12 in a.tsx: lines
+    120,121``), the form ``compress/diagnostics.py`` writes."""
+    out: dict[str, set[str]] = {}
+    for line in lines:
+        m = GROUPED.match(line)
+        if m:
+            name = _basename(m.group(2).rstrip(":"))
+            out.setdefault(name, set()).update(x for x in m.group(3).split(",") if x)
+    return out
+
+
+def missing(original: str, summary, found: dict[str, set[str]] | None = None):
+    """Facts of ``original`` absent from ``summary`` (a string or a prepared ``Summary``), by
+    kind (kinds with none missing left out)."""
+    found = extract(original) if found is None else found
+    s = summary if isinstance(summary, Summary) else Summary(summary)
+    out: dict[str, set[str]] = {}
+    for kind, facts in found.items():
+        gone = {f for f in facts if not s.has(kind, f)}
+        if gone:
+            out[kind] = gone
+    return out
+
+
+def line_facts(line: str) -> list[str]:
+    """The facts one line carries, as the substrings that must stay verbatim when the line is
+    shortened (codes, locations, frames, exception names)."""
+    out = [m.group(0) for m in PATH_LINE.finditer(line)]
+    out += [m.group(0) for m in PY_FRAME.finditer(line)]
+    out += [m.group(0) for m in CALLED_BY_FRAME.finditer(line)] if "called by" in line else []
+    out += [next(g for g in m.groups() if g) for m in ERROR_CODE.finditer(line)]
+    out += [m.group(0)[: len(m.group(1)) + 62] for m in QUALIFIED_EXC.finditer(line)]
+    m = EXCEPTION_LINE.match(line) or CAUSED_BY.match(line) or FATAL_LINE.match(line)
+    if m:
+        out.append(line[m.start() : m.start() + 120].strip())
+    return list(dict.fromkeys(out))
+
+
+def shorten(line: str, limit: int, facts: list[str] | None = None) -> str:
+    """``line`` within about ``limit`` characters, cutting only free text between its facts:
+    the head (to the first fact), every fact and the tail survive; gaps are replaced by ``…``
+    from the longest down. A line whose facts alone exceed the limit keeps them all."""
+    if len(line) <= limit:
+        return line
+    facts = line_facts(line) if facts is None else facts
+    spans: list[tuple[int, int]] = []
+    for f in facts:
+        for m in re.finditer(re.escape(f), line):
+            spans.append((m.start(), m.end()))
+    if not spans:
+        head = limit * 3 // 4
+        return f"{line[:head]} … {line[-(limit - head):]}"
+    keep = [False] * len(line)
+    for a, b in spans:
+        for k in range(a, b):
+            keep[k] = True
+    lead = min(80, limit // 4)
+    for k in range(min(lead, len(line))):
+        keep[k] = True
+    for k in range(max(0, len(line) - 40), len(line)):
+        keep[k] = True
+    gaps: list[tuple[int, int]] = []
+    k = 0
+    while k < len(line):
+        if keep[k]:
+            k += 1
+            continue
+        j = k
+        while j < len(line) and not keep[j]:
+            j += 1
+        gaps.append((k, j))
+        k = j
+    excess = len(line) - limit
+    cut: list[tuple[int, int]] = []
+    for a, b in sorted(gaps, key=lambda g: g[0] - g[1]):
+        if excess <= 0:
+            break
+        if b - a <= 12:
+            continue
+        margin = 4
+        cut.append((a + margin, b - margin))
+        excess -= b - a - 2 * margin - 3
+    out, pos = [], 0
+    for a, b in sorted(cut):
+        out.append(line[pos:a])
+        out.append(" … ")
+        pos = b
+    out.append(line[pos:])
+    return "".join(out)
+
+
+def counts(found: dict[str, set[str]], gone: dict[str, set[str]]) -> tuple[int, int]:
+    """(facts found, facts kept) over all kinds."""
+    total = sum(len(v) for v in found.values())
+    return total, total - sum(len(v) for v in gone.values())

@@ -1,0 +1,121 @@
+"""The shared definition of critical facts (``aider_gardener/facts.py``): each kind found where a
+reader would look for it, the issue 14 losses reproduced and kept, and ``compress --facts``."""
+
+from __future__ import annotations
+
+import pytest
+
+from aider_gardener import facts
+from aider_gardener.cli import main
+from aider_gardener.pipeline import compress
+from aider_gardener.types import Source
+from tests.conftest import TOOL_OUTPUTS_MORE
+
+
+def _more(name: str) -> str:
+    path = TOOL_OUTPUTS_MORE / name
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.mark.parametrize(
+    "name, kind, fact",
+    [
+        ("npm_debug_publish_E403_node_stack__mineral-loader.log", "error_codes", "E403"),
+        ("npm_debug_publish_E403_node_stack__mineral-loader.log", "frames", "request.js:302"),
+        ("npm_eresolve_report__Arpav-PPCV.txt", "error_codes", "ERESOLVE"),
+        (
+            "terraform_plan_eks__Terraform-EKS-Cluster-Project.txt",
+            "terraform",
+            "aws_security_group.all_worker_mgmt will be created",
+        ),
+        (
+            "kubectl_get_pods_all_namespaces__kmcolli-satellite.txt",
+            "pods",
+            "calico-node-68p49 CrashLoopBackOff",
+        ),
+        (
+            "spring_boot_log_caused_by__IV1201-Project.log",
+            "exceptions",
+            "java.lang.NullPointerException: null",
+        ),
+        ("go_test_panic_timeout__slam-ui-proxy.txt", "panics", "test timed out after #m#s"),
+        ("mypy_strict__google-auth-library-python.txt", "error_codes", "no-untyped-def"),
+        ("flake8__NSLS-II-SST-profile_collection.txt", "error_codes", "E402"),
+        (
+            "eslint_stylish__tucsenberg-web-frontier.txt",
+            "error_codes",
+            "@typescript-eslint/no-unused-vars",
+        ),
+        ("tsc_errors__AstralDraftv2.txt", "path_lines", "components/auth/UserSettings.tsx:344"),
+        ("ruff_check_full__automatic-tribble.txt", "error_codes", "F841"),
+    ],
+)
+def test_each_kind_is_found_in_real_outputs(name, kind, fact):
+    assert fact in facts.extract(_more(name))[kind]
+
+
+def test_kubectl_running_pods_are_not_facts():
+    pods = facts.extract(_more("kubectl_get_pods_all_namespaces__kmcolli-satellite.txt"))["pods"]
+    assert pods and not any(p.endswith(" Running") for p in pods)
+
+
+def test_missing_names_what_a_summary_lost():
+    text = (
+        "52 error code E403\n    at makeError (/usr/lib/node_modules/npm/lib/request.js:264:12)\n"
+    )
+    assert facts.missing(text, text) == {}
+    gone = facts.missing(text, "52 error code <n>")
+    assert gone == {"error_codes": {"E403"}, "frames": {"request.js:264"}}
+
+
+SURFACE = (
+    "\n".join(
+        f"11-{i:02d} 10:0{i % 10}:00.{i:03d} 1702 {2000 + i} I WindowManager: Destroying surface"
+        f" Surface(name=Win{i}) called by com.android.server.wm.WindowStateAnimator.destroySurface:"
+        f"{2000 + i} com.android.server.wm.WindowState.removeLocked:{1500 + i} "
+        + " ".join(f"com.android.server.wm.Frame{k}.step{k}:{100 + 7 * i + k}" for k in range(6))
+        + " android.os.Binder.execTransact:565"
+        for i in range(25)
+    )
+    + "\n"
+    + "\n".join(f"11-01 10:00:{k % 60:02d}.000 1702 1702 I Noise: tick {k}" for k in range(400))
+)
+
+FATAL = (
+    "2015-10-18 18:05:33,570 FATAL [RMCommunicator Allocator] "
+    "org.apache.hadoop.mapreduce.v2.app.rm.RMContainerAllocator: ERROR IN CONTACTING RM. "
+    + "retrying " * 60
+    + "java.net.NoRouteToHostException: No Route to Host from MININT-FNANLI5/127.0.0.1 to "
+    "msra-sa-41:8030 failed on socket timeout exception: java.net.NoRouteToHostException: "
+    "No route to host: no further information; For more details see: "
+    "http://wiki.apache.org/hadoop/NoRouteToHost\n"
+)
+
+
+@pytest.mark.parametrize("text", [SURFACE, FATAL * 3 + SURFACE], ids=["called-by", "fatal"])
+def test_issue_14_losses_are_kept(text):
+    """Template folding of 25 ``called by`` lines, and a long FATAL line, lost facts before."""
+    result = compress(text, source=Source(role="tool"))
+    assert facts.missing(text, result.summary) == {}
+    assert len(result.summary) < len(text)
+
+
+def test_shorten_cuts_free_text_only():
+    line = FATAL.strip()
+    short = facts.shorten(line, 200)
+    assert len(short) < len(line)
+    for fact in facts.line_facts(line):
+        assert fact in short
+
+
+def test_compress_facts_prints_found_and_kept(tmp_path, capsys):
+    (tmp_path / "a.log").write_text(SURFACE)
+    (tmp_path / "b.log").write_text("src/app.py:12: error: bad  [arg-type]\n" * 3)
+    assert main(["compress", str(tmp_path), "--facts"]) == 0
+    out = capsys.readouterr().out
+    row = next(x for x in out.splitlines() if x.startswith("a.log") and "log" not in x[5:])
+    found, kept = (int(v.replace(",", "")) for v in row.split()[1:3])
+    assert found == kept == sum(len(v) for v in facts.extract(SURFACE).values())
+    assert "fact kind" in out and "arg-type" not in out.split("fact kind")[0].split("b.log")[-1]
