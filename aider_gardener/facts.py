@@ -332,18 +332,19 @@ class Summary:
         return self._grouped
 
 
-GROUPED = re.compile(r"^(?:\[×\d+\] )?(\S.*?) in (\S+): lines? ([\d,]+)")
+GROUPED = re.compile(r"(?:^|; | — )in (\S+): lines? ([\d,]+)")
 
 
 def grouped_locations(lines: list[str]) -> dict[str, set[str]]:
-    """File name -> line numbers named by grouped diagnostics (``TS1005 ×12 in a.tsx: lines
-    120,121``), the form ``compress/diagnostics.py`` writes."""
+    """File name -> line numbers named by grouped diagnostics (``TS1005 ×12 — msg — in a.tsx:
+    lines 120,121; in b.tsx: line 7``), the form ``compress/diagnostics.py`` writes."""
     out: dict[str, set[str]] = {}
     for line in lines:
-        m = GROUPED.match(line)
-        if m:
-            name = _basename(m.group(2).rstrip(":"))
-            out.setdefault(name, set()).update(x for x in m.group(3).split(",") if x)
+        if " in " not in line:
+            continue
+        for m in GROUPED.finditer(line):
+            name = _basename(m.group(1))
+            out.setdefault(name, set()).update(x for x in m.group(2).split(",") if x)
     return out
 
 

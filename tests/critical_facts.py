@@ -111,6 +111,16 @@ def _path_line_present(flat: str, path: str, line: str) -> bool:
     for cand in (path, name):
         if re.search(re.escape(cand) + r"[:(]" + re.escape(line) + r"\b", flat):
             return True
+        # grouped diagnostics: "TS1005 ×12 — msg — in a.tsx: lines 120,121; in b.tsx: line 7"
+        if re.search(
+            r"in (?:\S*/)?"
+            + re.escape(cand.lstrip("/"))
+            + r": lines? (?:\d+,)*"
+            + re.escape(line)
+            + r"\b",
+            flat,
+        ):
+            return True
     return False
 
 

@@ -119,3 +119,16 @@ def test_compress_facts_prints_found_and_kept(tmp_path, capsys):
     found, kept = (int(v.replace(",", "")) for v in row.split()[1:3])
     assert found == kept == sum(len(v) for v in facts.extract(SURFACE).values())
     assert "fact kind" in out and "arg-type" not in out.split("fact kind")[0].split("b.log")[-1]
+
+
+def test_diagnostics_grouped_by_code_keep_every_location():
+    """49 distinct ``error TS1005`` lines: every code and location survives, in fewer tokens."""
+    text = "".join(
+        f"src/{'a' if i % 3 else 'b'}.tsx({100 + i},{i % 7 + 1}): error TS1005: ',' expected.\n"
+        for i in range(49)
+    )
+    result = compress(text, source=Source(role="tool"))
+    assert facts.missing(text, result.summary) == {}
+    assert "TS1005 ×49 — ',' expected. — in src/b.tsx: lines 100,103,106," in result.summary
+    assert "; in src/a.tsx: lines 101,102,104," in result.summary
+    assert result.tokens_summary < result.tokens_original / 3

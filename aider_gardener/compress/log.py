@@ -39,6 +39,7 @@ from itertools import accumulate
 from ..types import Compressed, CompressOptions
 from . import testrun
 from .base import clip_line
+from .diagnostics import group_diagnostics
 
 HEAD = 3
 TAIL = 3
@@ -333,6 +334,9 @@ class _Compressor:
         keep = run.keep if run else set()
         drop = run.drop if run else set()
         hide = run.hide if run else set()
+        grouped, replaced = group_diagnostics(lines)
+        if replaced:  # diagnostics grouped by file, code and message: every location kept
+            hide = hide | replaced
         sev = self._severities()
         facts = self._facts(sev, hide)
         keys = _digit_keys(self.norm, n)
@@ -348,7 +352,7 @@ class _Compressor:
         omitted: list[tuple[int, int]] = []  # (position, number of lines)
         groups: dict[str, _Group] = {}
         igroups: dict[str, _Group] = {}
-        shown: list[tuple[int, str]] = []
+        shown: list[tuple[int, str]] = list(grouped)
         for i, line in enumerate(lines):
             if not line.strip():
                 continue
@@ -358,6 +362,8 @@ class _Compressor:
                 g = igroups.setdefault("=" + line, _Group(i, "=" + line))
                 g.members.append(i)
                 g.priority = 0
+                continue
+            if i in replaced:
                 continue
             if i in hide or (not important and i in drop):
                 omitted.append((i, 1))
