@@ -375,6 +375,23 @@ def tool_output_units() -> list[Unit]:
         units.append(Unit(rel, 1, len(lines), "file", _sha(lines), msg))
         for a, b in _trace_regions(lines, kind):
             units.append(Unit(rel, a + 1, b, "region", _sha(lines[a:b]), msg))
+    return units + more_tool_output_units()
+
+
+def more_tool_output_units() -> list[Unit]:
+    """``tool_outputs_more`` (issue 14): one unit per whole file, no command known (its
+    SOURCES.tsv names no kind), so the content alone must decide."""
+    base = SHARED / "tool_outputs_more"
+    if not base.is_dir():
+        return []
+    units: list[Unit] = []
+    for path in sorted(base.iterdir()):
+        if not path.is_file() or path.name.startswith(("SOURCES", "LICENSE")):
+            continue
+        rel = f"tool_outputs_more/{path.name}"
+        lines = _read_lines(path)
+        msg = Message(rel, 1, "tool", None, lines)
+        units.append(Unit(rel, 1, len(lines), "file", _sha(lines), msg))
     return units
 
 
@@ -466,7 +483,9 @@ def _group(kind: str) -> str:
 
 def sample(units: list[Unit], seed: int = SEED) -> list[Unit]:
     rng = random.Random(seed)
-    chosen: list[Unit] = [u for u in units if u.file.startswith("tool_outputs/")]
+    chosen: list[Unit] = [
+        u for u in units if u.file.startswith(("tool_outputs/", "tool_outputs_more/"))
+    ]
     by_file: dict[str, list[Unit]] = defaultdict(list)
     for u in units:
         if u.file.startswith("aider_histories/"):
