@@ -63,6 +63,14 @@ LOG_RE = re.compile(
       | (?:tests?|src)[\w/\\.-]*\.\w+\ [.sFExX]+\s*(?:\[\s*\d+%\])?\s*$
       | .*\[\s*\d{1,3}%\]\s*$
       | (?:Ran\ \d+\ tests?|Tests?:\ +\d|Test\ Suites:|Snapshots:|Time:\ )
+      | >\ (?:Task|Configure\ project)\ :|BUILD\ (?:FAILED|SUCCESSFUL)\b|FAILURE:\ |[ew]:\ file:/
+      | \*\ (?:What\ went\ wrong|Try):
+      | npm\ (?:error|warn)\ |vite\ v\d|\S+\s+[\d.]+\ (?:KiB|kB|MiB|MB|B)\ (?:/|│)\ gzip:
+      | (?:data\.)?[\w-]+\.[\w-]+(?:\[\d+\])?:\ (?:Refreshing\ state|Creating|Creation\ complete
+          |Still\ creating|Destroying|Destruction\ complete|Modifying|Modifications\ complete
+          |Reading|Read\ complete)
+      | (?:Terraform\ will\ perform|Plan:\ \d+\ to\ add|Apply\ complete!|\#\ \S+\ (?:will|must)\ be)
+      | [\w.%\#-]+:\ +"[^"]*"\ =>\ "                       # terraform 0.11 attribute changes
     )""",
     re.X,
 )

@@ -41,7 +41,11 @@ def output_spans(text: str, command: str | None = None) -> list[Span]:
         return [Span(0, len(text), by_command, dict(meta))]
     if (text.lstrip()[:1] in ("{", "[") or expects_json(command)) and is_json(text):
         return [Span(0, len(text), C.STRUCTURED, dict(meta))]
+    if _starts_as_diff(text):  # ``git diff > x.diff`` shown without its command
+        return fill(text, _diff_output(text, meta), C.LOG, meta)
     sample = _sample_lines(text)
+    if _yaml_like(sample):
+        return [Span(0, len(text), C.STRUCTURED, {**meta, "format": "yaml"})]
     looks = _looks_like(sample)
     if looks is C.PROSE:
         return fill(text, assistant_spans(text), C.PROSE, {})
@@ -105,6 +109,27 @@ def _diff_output(text: str, meta: dict[str, str]) -> list[Span]:
     if not spans and any(x.startswith("@@") for x in L.lines[:200]):
         spans.append(Span(0, len(text), C.EDIT, {**meta, "edit": "udiff"}))
     return spans
+
+
+_YAML_LINE = re.compile(r"^\s*(?:-\s+)?(?:[\w\"'./-]+:(?:\s|$)|-\s|-$)|^---\s*$|^\s*#")
+
+
+def _starts_as_diff(text: str) -> bool:
+    head = text.lstrip()[:400]
+    return head.startswith("diff --git ") and "\n@@ -" in text[:20_000]
+
+
+def _yaml_like(sample: list[str]) -> bool:
+    """A YAML document (manifests, configs): nearly every line a ``key:``, list item, comment or
+    ``---``, with a document marker or the Kubernetes ``apiVersion:``/``kind:`` pair."""
+    nonblank = [x for x in sample if x.strip()]
+    if len(nonblank) < 10:
+        return False
+    if not any(x.startswith(("---", "apiVersion:")) for x in nonblank[:50]):
+        return False
+    yamlish = sum(1 for x in nonblank if _YAML_LINE.match(x))
+    logs = sum(1 for x in nonblank if lk.LOG_RE.match(x) or lk.TRACE_RE.match(x))
+    return yamlish >= 0.85 * len(nonblank) and logs <= 0.02 * len(nonblank)
 
 
 def _sample_lines(text: str) -> list[str]:

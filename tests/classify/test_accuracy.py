@@ -57,3 +57,14 @@ def test_accuracy_at_least_95_percent(path, units):
     assert not res["missing"] and not res["stale"]
     assert res["total"] == len(bc.load_labels(path))
     assert res["accuracy"] >= 0.95, bc.format_report(res)
+
+
+def test_every_new_tool_output_kind_is_classified_as_labelled(units):
+    """Issue 14: the 38 outputs of ``tool_outputs_more`` (gradle, terraform, vite, kubectl, YAML
+    manifests, a bare ``git diff``…) are each classified as a person labelled them."""
+    res = bc.score(use_source=True)
+    new = [r for r in bc.load_labels(bc.LABELS) if r["file"].startswith("tool_outputs_more/")]
+    if not new:
+        pytest.skip("no tool_outputs_more labels")
+    wrong = [e for e in res["errors"] if e["file"].startswith("tool_outputs_more/")]
+    assert not wrong, wrong

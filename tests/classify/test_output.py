@@ -121,3 +121,24 @@ def test_real_yarn_error_log_parts(tool_outputs_dir):
     assert kinds == [C.LOG, C.STRUCTURED, C.LOG, C.STRUCTURED, C.ERROR]
     assert segs[1].text.lstrip().startswith("{") and '"name": "wonka"' in segs[1].text
     assert segs[4].text.startswith("Trace:")
+
+
+def test_issue_14_output_kinds():
+    """A bare ``git diff`` is an edit, a YAML manifest structured, gradle/terraform/vite output a
+    log (they read as prose or code line by line)."""
+    from aider_gardener.classify import classify
+    from aider_gardener.types import ContentClass, Source
+
+    tool = Source(role="tool")
+    diff = (
+        "diff --git a/x.py b/x.py\nindex 1..2 100644\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+    assert classify(diff, tool) is ContentClass.EDIT
+    yaml = "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: x\n  labels:\n    app: x\n"
+    yaml += "spec:\n  ports:\n    - port: 80\n      protocol: TCP\n  selector:\n    app: x\n"
+    assert classify(yaml, tool) is ContentClass.STRUCTURED
+    gradle = "> Task :app:compileKotlin FAILED\ne: file:///a/B.kt:3:5 Unresolved reference\n" * 5
+    gradle += "FAILURE: Build failed with an exception.\n* What went wrong:\nBUILD FAILED in 3s\n"
+    assert classify(gradle, tool) is ContentClass.LOG
+    tf = 'aws_vpc.main: Creating...\n  cidr_block: "" => "10.0.0.0/16"\n' * 6
+    assert classify(tf + "Apply complete! Resources: 6 added.\n", tool) is ContentClass.LOG
