@@ -63,12 +63,12 @@ FAILED_TEST = [
 ]
 EXCEPTION_LINE = re.compile(
     r"^(?:E\s+)?((?:[A-Za-z_][\w$]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
-    r"(?::\s*(\S.{0,80}))?\s*$",
+    r"(?::[ \t]*(\S.{0,80}))?\s*$",
     re.M,
 )
-CAUSED_BY = re.compile(r"^\s*Caused by:\s+([\w$.]+)(?::\s*(\S.{0,80}))?", re.M)
+CAUSED_BY = re.compile(r"^\s*Caused by:[ \t]+([\w$.]+)(?::[ \t]*(\S.{0,80}))?", re.M)
 QUALIFIED_EXC = re.compile(
-    r"(?<![\w$.])((?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception))(?::\s*(\S.{0,80}))?"
+    r"(?<![\w$.])((?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception))(?::[ \t]*(\S.{0,80}))?"
 )
 PATH_LINE = re.compile(
     r"(?<![\w.])((?:[A-Za-z]:)?[\w.\\/-]*[\w-]\.[A-Za-z]{1,5})(?:[:(]|:\[)(\d+)\b"
@@ -87,6 +87,16 @@ ERROR_CODE = re.compile(
     r"|(clippy::\w+)"
     r"|\[(-W[\w=+-]+)\]"
 )
+# the same codes, found faster on a whole text: simple patterns, each starting with a literal
+# or one class, then filtered (an alternation of classes is tried at every position)
+_CODE_NUM = re.compile(r"(?<![\w-])([A-Z]{1,3}\d{3,5})\b")
+_CODE_NUM_OK = re.compile(r"E\d{3,4}|TS\d{4,5}|CS\d{4}|LNK\d{4}|C\d{4}")
+_ERRNO = re.compile(
+    r"E(?:CONN\w+|NOENT|ACCES|PERM|TIMEDOUT|RESOLVE|ADDRINUSE|INTEGRITY|LIFECYCLE|EXIST"
+    r"|NOTFOUND|AI_AGAIN|PIPE|BADENGINE|NOTSUP|PEERINVALID|JSONPARSE)\b"
+)
+_CLIPPY = re.compile(r"clippy::\w+")
+_WFLAG = re.compile(r"\[(-W[\w=+-]+)\]")
 # a lint code right after a location (flake8/ruff/pylint/pycodestyle) or ruff's new format
 LINT_CODE = re.compile(
     r"^\S+?:\d+:(?:\d+:)? ([A-Z]{1,4}\d{3,4})\b|^([A-Z]{1,4}\d{3,4}) (?:\[\*\] )?\S", re.M
@@ -132,7 +142,24 @@ def loose(text: str) -> str:
 # --------------------------------------------------------------------------- extraction
 
 
+def only_lines(text: str, needles: tuple[str, ...]) -> str:
+    """The lines of ``text`` containing any needle, joined: one C-speed ``find`` scan per needle,
+    so the line-anchored regexes below run on a few lines of a 20,000-line log, not on all."""
+    spans = set()
+    for needle in needles:
+        pos = text.find(needle)
+        while pos >= 0:
+            start = text.rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            spans.add((start, end))
+            pos = text.find(needle, end)
+    return "\n".join(text[a:b] for a, b in sorted(spans))
+
+
 def failing_tests(text: str) -> set[str]:
+    if "FAIL" not in text and "ERROR" not in text:  # every pattern needs one (wraps included)
+        return set()
     return {m.group(1).strip() for rx in FAILED_TEST for m in rx.finditer(text)}
 
 
@@ -140,6 +167,7 @@ def exception_lines(text: str) -> set[str]:
     """``Type: start of message`` for every exception line, ``Caused by:`` and qualified
     exception name (the message loosened, see ``loose``)."""
     found = set()
+    text = only_lines(text, ("Error", "Exception", "Exit", "Interrupt", "Failure", "Caused by"))
     for rx in (EXCEPTION_LINE, CAUSED_BY, QUALIFIED_EXC):
         for m in rx.finditer(text):
             msg = loose((m.group(2) or "").strip())[:40].strip()
@@ -151,9 +179,21 @@ def is_library(line: str) -> bool:
     return bool(LIBRARY_PATH.search(line))
 
 
+_PATH_ANCHOR = re.compile(r"\.[A-Za-z]{1,5}(?:[:(]|:\[)\d|File \"")
+
+
 def project_path_lines(text: str) -> set[str]:
+    """Found from an anchor (extension then line number) to its line, so the path regex runs
+    only on lines that hold a reference."""
     found = set()
-    for line in _lines_with(text, ".", "("):
+    done: set[int] = set()
+    for a in _PATH_ANCHOR.finditer(text):
+        start = text.rfind("\n", 0, a.start()) + 1
+        if start in done:
+            continue
+        done.add(start)
+        end = text.find("\n", a.end())
+        line = text[start : len(text) if end < 0 else end]
         if LIBRARY_PATH.search(line):
             continue
         for m in PATH_LINE.finditer(line):
@@ -181,7 +221,7 @@ def _node_core_frame(path: str, line: str) -> bool:
 def frames(text: str) -> set[str]:
     """Every distinct frame location as ``file:line`` or ``Class.method:line``."""
     found = set()
-    for m in JS_FRAME.finditer(text):
+    for m in JS_FRAME.finditer(only_lines(text, ("at ",))):
         name = _basename(m.group(1))
         if "." in name and not name.startswith(("<", "native")):
             found.add(f"{name}:{m.group(2)}")
@@ -202,8 +242,13 @@ def _basename(path: str) -> str:
 
 def error_codes(text: str) -> set[str]:
     found = set()
-    for m in ERROR_CODE.finditer(text):
-        found.add(next(g for g in m.groups() if g))
+    found.update(c for c in _CODE_NUM.findall(text) if _CODE_NUM_OK.fullmatch(c))
+    for m in _ERRNO.finditer(text):
+        k = m.start()
+        if k == 0 or not (text[k - 1].isalnum() or text[k - 1] in "_-"):
+            found.add(m.group())
+    found.update(_CLIPPY.findall(text))
+    found.update(_WFLAG.findall(text))
     for rx in (LINT_CODE, MYPY_CODE, ESLINT_RULE):
         for m in rx.finditer(text):
             found.update(g for g in m.groups() if g)
@@ -246,7 +291,7 @@ def pods(text: str) -> set[str]:
 def fatal_lines(text: str) -> set[str]:
     """The loosened message (first 40 characters) of each FATAL/ERROR-level log line."""
     found = set()
-    for m in FATAL_LINE.finditer(text):
+    for m in FATAL_LINE.finditer(only_lines(text, ("FATAL", "ERROR", "CRITICAL", "SEVERE"))):
         msg = fatal_message(m)
         if msg:
             found.add(msg)
