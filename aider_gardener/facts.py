@@ -406,68 +406,60 @@ def missing(original: str, summary, found: dict[str, set[str]] | None = None):
     return out
 
 
-def line_facts(line: str) -> list[str]:
+SCAN_MAX = 20_000  # longer lines are data (minified code, base64): cut as before, not scanned
+
+
+def line_facts(line: str, messages: bool = True) -> list[str]:
     """The facts one line carries, as the substrings that must stay verbatim when the line is
-    shortened (codes, locations, frames, exception names)."""
-    out = [m.group(0) for m in PATH_LINE.finditer(line)]
-    out += [m.group(0) for m in PY_FRAME.finditer(line)]
+    shortened: locations, frames, codes, exception names (with the start of their message and,
+    for an exception/FATAL/ERROR line, its first 120 characters when ``messages``)."""
+    out = [m.group(0) for m in PATH_LINE.finditer(line)] if _PATH_ANCHOR.search(line) else []
+    out += [m.group(0) for m in PY_FRAME.finditer(line)] if 'File "' in line else []
     out += [m.group(0) for m in CALLED_BY_FRAME.finditer(line)] if "called by" in line else []
     out += [next(g for g in m.groups() if g) for m in ERROR_CODE.finditer(line)]
-    out += [m.group(0)[: len(m.group(1)) + 62] for m in QUALIFIED_EXC.finditer(line)]
-    m = EXCEPTION_LINE.match(line) or CAUSED_BY.match(line) or FATAL_LINE.match(line)
-    if m:
-        out.append(line[m.start() : m.start() + 120].strip())
-    return list(dict.fromkeys(out))
+    if "Error" in line or "Exception" in line:
+        k = 62 if messages else 0
+        out += [m.group(0)[: len(m.group(1)) + k] for m in QUALIFIED_EXC.finditer(line)]
+    if messages:
+        m = EXCEPTION_LINE.match(line) or CAUSED_BY.match(line) or FATAL_LINE.match(line)
+        if m:
+            out.append(line[m.start() : m.start() + 120].strip())
+    return list(dict.fromkeys(f for f in out if f))
 
 
-def shorten(line: str, limit: int, facts: list[str] | None = None) -> str:
+def shorten(line: str, limit: int, facts: list[str] | None = None) -> str | None:
     """``line`` within about ``limit`` characters, cutting only free text between its facts:
-    the head (to the first fact), every fact and the tail survive; gaps are replaced by ``…``
-    from the longest down. A line whose facts alone exceed the limit keeps them all."""
+    the head and tail a plain clip keeps (3/4 and 1/4 of the limit) and every fact between them
+    survive; the longest gaps become ``…[+N chars]…`` first. A line whose facts alone exceed the
+    limit keeps them all. None when the line has no facts (the caller cuts it its own way)."""
     if len(line) <= limit:
         return line
     facts = line_facts(line) if facts is None else facts
-    spans: list[tuple[int, int]] = []
+    keep = bytearray(len(line))
     for f in facts:
-        for m in re.finditer(re.escape(f), line):
-            spans.append((m.start(), m.end()))
-    if not spans:
-        head = limit * 3 // 4
-        return f"{line[:head]} … {line[-(limit - head):]}"
-    keep = [False] * len(line)
-    for a, b in spans:
-        for k in range(a, b):
-            keep[k] = True
-    lead = min(80, limit // 4)
-    for k in range(min(lead, len(line))):
-        keep[k] = True
-    for k in range(max(0, len(line) - 40), len(line)):
-        keep[k] = True
-    gaps: list[tuple[int, int]] = []
-    k = 0
-    while k < len(line):
-        if keep[k]:
-            k += 1
-            continue
-        j = k
-        while j < len(line) and not keep[j]:
-            j += 1
-        gaps.append((k, j))
-        k = j
+        start = line.find(f)
+        while start >= 0:
+            keep[start : start + len(f)] = b"\x01" * len(f)
+            start = line.find(f, start + len(f))
+    if not any(keep):
+        return None
+    lead, tail = limit * 3 // 4, limit // 4  # what a plain clip keeps, facts added between
+    keep[:lead] = b"\x01" * lead
+    keep[len(line) - tail :] = b"\x01" * tail
+    gaps = [(m.start(), m.end()) for m in re.finditer(b"\x00{24,}", bytes(keep))]
     excess = len(line) - limit
     cut: list[tuple[int, int]] = []
     for a, b in sorted(gaps, key=lambda g: g[0] - g[1]):
         if excess <= 0:
             break
-        if b - a <= 12:
-            continue
-        margin = 4
-        cut.append((a + margin, b - margin))
-        excess -= b - a - 2 * margin - 3
+        x, y = line.find(" ", a, b), line.rfind(" ", a, b)  # at word boundaries when it can
+        x, y = (x, y + 1) if 0 <= x < y - 16 else (a + 4, b - 4)
+        cut.append((x, y))
+        excess -= y - x - 16
     out, pos = [], 0
     for a, b in sorted(cut):
         out.append(line[pos:a])
-        out.append(" … ")
+        out.append(f" …[+{b - a} chars]… ")
         pos = b
     out.append(line[pos:])
     return "".join(out)

@@ -13,6 +13,7 @@ import bisect
 import re
 
 from .. import facts
+from .base import clip_line
 
 MARKER = "[lines with facts the summary above left out:]"
 LINE_LIMIT = 300
@@ -59,7 +60,7 @@ def keep_facts(
     if not picked:
         return summary
     lines = text.split("\n")
-    extra = [facts.shorten(lines[i].rstrip(), LINE_LIMIT) for i in sorted(picked)]
+    extra = [clip_line(lines[i].rstrip(), LINE_LIMIT) for i in sorted(picked)]
     return _insert(summary, [MARKER] + extra)
 
 
