@@ -84,7 +84,7 @@ ERROR_CODE = re.compile(
     r"\b(E\d{4}|TS\d{4,5}|CS\d{4}|LNK\d{4}|C\d{4})\b"
     r"|(?<![\w-])(E(?:\d{3}|CONN\w+|NOENT|ACCES|PERM|TIMEDOUT|RESOLVE|ADDRINUSE|INTEGRITY"
     r"|LIFECYCLE|EXIST|NOTFOUND|AI_AGAIN|PIPE|BADENGINE|NOTSUP|PEERINVALID|JSONPARSE))\b"
-    r"|(clippy::\w+)"
+    r"|(?:#\[(?:warn|deny|forbid)\(|`-[DW] )(clippy::\w+)|rust-clippy/master/(index\.html#\w+)"
     r"|\[(-W[\w=+-]+)\]"
 )
 # the same codes, found faster on a whole text: simple patterns, each starting with a literal
@@ -95,7 +95,10 @@ _ERRNO = re.compile(
     r"E(?:CONN\w+|NOENT|ACCES|PERM|TIMEDOUT|RESOLVE|ADDRINUSE|INTEGRITY|LIFECYCLE|EXIST"
     r"|NOTFOUND|AI_AGAIN|PIPE|BADENGINE|NOTSUP|PEERINVALID|JSONPARSE)\b"
 )
-_CLIPPY = re.compile(r"clippy::\w+")
+# a lint a diagnostic names (not the ``-W clippy::all`` flags of a rustc command line)
+_CLIPPY = re.compile(
+    r"(?:#\[(?:warn|deny|forbid)\(|`-[DW] )(clippy::\w+)|rust-clippy/master/(index\.html#\w+)"
+)
 _WFLAG = re.compile(r"\[(-W[\w=+-]+)\]")
 # a lint code right after a location (flake8/ruff/pylint/pycodestyle) or ruff's new format
 LINT_CODE = re.compile(
@@ -247,7 +250,7 @@ def error_codes(text: str) -> set[str]:
         k = m.start()
         if k == 0 or not (text[k - 1].isalnum() or text[k - 1] in "_-"):
             found.add(m.group())
-    found.update(_CLIPPY.findall(text))
+    found.update(a or b for a, b in _CLIPPY.findall(text))
     found.update(_WFLAG.findall(text))
     for rx in (LINT_CODE, MYPY_CODE, ESLINT_RULE):
         for m in rx.finditer(text):

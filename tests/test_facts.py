@@ -50,10 +50,21 @@ def _more(name: str) -> str:
         ),
         ("tsc_errors__AstralDraftv2.txt", "path_lines", "components/auth/UserSettings.tsx:344"),
         ("ruff_check_full__automatic-tribble.txt", "error_codes", "F841"),
+        ("clippy__google-zerocopy.txt", "error_codes", "index.html#multiple_unsafe_ops_per_block"),
     ],
 )
 def test_each_kind_is_found_in_real_outputs(name, kind, fact):
     assert fact in facts.extract(_more(name))[kind]
+
+
+def test_lint_flags_of_a_command_line_are_not_facts():
+    """``rustc … -W clippy::all`` configures lints; only a lint a diagnostic names is a fact."""
+    line = "Running `rustc --crate-name x -W clippy::all -W clippy::pedantic`"
+    assert not facts.extract(line)["error_codes"]
+    assert (
+        "clippy::needless_return"
+        in facts.extract("= note: `#[warn(clippy::needless_return)]`")["error_codes"]
+    )
 
 
 def test_kubectl_running_pods_are_not_facts():

@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from .. import facts as shared
 from ..types import Compressed, CompressOptions
 from . import testrun
 from .base import clip_line
@@ -126,6 +127,7 @@ _LEVEL_WORDS = (
     "error[",
     "warning[",
 )
+_SHARED_NEEDLES = ("at ", "called by", "Caused by", " will be ", " must be ", "(clippy::", "[-W")
 _EXC_TAIL = re.compile(r"(?:Error|Exception)\b")
 _CODE_RE = re.compile(r"[A-Z]{1,3}\d{3,5}\b")
 
@@ -311,7 +313,32 @@ class _Compressor:
                 extra = _codes(line) + _exc_names(line)
                 if extra:
                     facts[i] = facts.get(i, ()) + extra
+        for i, extra in self._shared_facts().items():
+            if i not in hide:
+                facts[i] = tuple(dict.fromkeys(facts.get(i, ()) + extra))
         return facts
+
+    def _shared_facts(self) -> dict[int, tuple[str, ...]]:
+        """Lines carrying a fact of the shared definition (``aider_gardener/facts.py``) the
+        rules above do not see: frames of any origin (library ones too, ``called by`` lists),
+        npm/tool codes on non-error lines (``52 error code E403``), terraform actions. Such a
+        line is important, so it is never folded into a template or an omitted block."""
+        found: dict[int, tuple[str, ...]] = {}
+        starts = self.starts
+        cand = self._line_hits(_SHARED_NEEDLES, lower=False)
+        for rx in (shared._CODE_NUM, shared._ERRNO):
+            cand.update(bisect.bisect_right(starts, m.start()) - 1 for m in rx.finditer(self.norm))
+        for i in cand:
+            if not 0 <= i < len(self.lines):
+                continue
+            line = self.lines[i]
+            got = shared.line_facts(line, messages=False) if len(line) <= shared.SCAN_MAX else []
+            m = shared.TF_ACTION.match(line) if " be " in line else None
+            if m:
+                got.append(f"{m.group(1)} {m.group(2)}")
+            if got:
+                found[i] = tuple(got)
+        return found
 
     def _own_refs(self, line: str) -> tuple[str, ...]:
         frame = _JAVA_FRAME.match(line)
