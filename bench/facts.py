@@ -285,6 +285,7 @@ class Driver(CoderDriver):
         self.edit_format = meta.get("edit_format") or None
         self.window = int(meta["max_input_tokens"])
         self.io = ReplayIO.make(root)
+        self.record: TurnRecord | None = None  # the hooked io prints while the coder is made
         self._hook_io()
         replies = [e for e in replay.events if e["type"] == "assistant"]
         applied = any(e.get("applied") for e in replies)
@@ -331,7 +332,6 @@ class Driver(CoderDriver):
         self.handed = 0
         self.current: dict | None = None
         self.commit_messages: list[str] = []
-        self.record: TurnRecord | None = None
         self.signing_fails = False
         self.current_files: list[str] = []  # the current reply's applied files, as spelt
         self.failed_searches: set[str] = set()  # SEARCH texts that failed to match (block_text)

@@ -313,8 +313,11 @@ class _Compressor:
                 extra = _codes(line) + _exc_names(line)
                 if extra:
                     facts[i] = facts.get(i, ()) + extra
+        self.shared_only = set()
         for i, extra in self._shared_facts().items():
             if i not in hide:
+                if i not in facts and not sev[i]:
+                    self.shared_only.add(i)
                 facts[i] = tuple(dict.fromkeys(facts.get(i, ()) + extra))
         return facts
 
@@ -400,10 +403,15 @@ class _Compressor:
                 # ``test_7`` of its id (digits before "Error:" look like a log prefix) would
                 # merge different tests into one line
                 exact = names_test is not None and i in keep and names_test.search(line)
-                key = "=" + line if exact else _light(line)
+                if i in self.shared_only and i not in keep:
+                    # only frames/codes make it important: fold by template like a context line,
+                    # listing every distinct fact of the members (``_render_important``)
+                    key = "\x01" + keys[i]
+                else:
+                    key = "=" + line if exact else _light(line)
                 g = igroups.get(key)
                 if g is None:
-                    prio = 0 if (s == 2 or i in keep) else (1 if s == 1 else 2)
+                    prio = 0 if (s == 2 or i in keep or key[0] == "\x01") else (1 if s == 1 else 2)
                     g = igroups[key] = _Group(i, key, priority=prio)
                 elif not g.varies and line != lines[g.first]:
                     g.varies = True
@@ -493,11 +501,27 @@ class _Compressor:
     # ------------------------------------------------------------------ render
 
     def _render_important(self, g: _Group, facts: dict[int, tuple[str, ...]]) -> str:
+        if g.key[0] == "\x01" and g.count > 1:
+            return self._render_fact_template(g, facts)
         text = self.lines[g.first]
         if g.varies:  # the lines differ in masked parts only: show the masked form
             text = _prettify(g.key) if "<n>" in g.key else g.key
         text = _clip_keeping(text, facts.get(g.first, ()))
         return f"[×{g.count}] {text}" if g.count > 1 else text
+
+    def _render_fact_template(self, g: _Group, facts: dict[int, tuple[str, ...]]) -> str:
+        """Lines alike but for numbers whose facts are frames or codes (25 ``Destroying surface
+        … called by <frames>``): their template once, then every distinct fact of all members,
+        so no frame is lost and none is repeated."""
+        template = _digit_template(
+            [self.lines[i] for i in g.members[:_SAMPLE]] + [self.lines[g.members[-1]]]
+        )
+        vals: dict[str, None] = {}
+        for i in g.members:
+            vals.update(dict.fromkeys(facts.get(i, ())))
+        shown = [v for v in vals if v not in template]
+        head = clip_line(template) if not shown else _clip_free(template)
+        return f"[×{g.count}] {head}" + (f" [facts: {' '.join(shown)}]" if shown else "")
 
     def _render_normal(self, g: _Group) -> str:
         if g.count == 1:
@@ -891,6 +915,13 @@ def _is_unit(text: str) -> bool:
     if head in ("ms", "us", "µs", "ns"):
         return not text[2:3].isalpha()
     return text[:1] == "s" and not text[1:2].isalpha()
+
+
+def _clip_free(template: str, limit: int = 200) -> str:
+    """A template whose facts are listed after it: cut plainly (its facts are not lost)."""
+    if len(template) <= limit:
+        return template
+    return f"{template[: limit - 20]} …[+{len(template) - limit + 20} chars]…"
 
 
 def _clip_keeping(text: str, facts: tuple[str, ...]) -> str:

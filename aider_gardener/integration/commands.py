@@ -6,8 +6,11 @@ carried over either. Overriding ``clone`` to keep our class and hand over the sa
 ``GardenerSession`` is what lets the store, the side table and the turn counter survive
 ``/chat-mode``, ``/ask``, ``/code``, ``/architect`` and ``/model``.
 
-Commands: ``/context-pressure``, ``/recall QUERY [--add]``, ``/forget ID``, ``/pin ID``, and for
-continuity ``/checkpoint [note]``, ``/soft-restart``, ``/resume [FILE]``; ``/add``, ``/drop``,
+The gardener's own commands live in three mixins: commands_pressure.py (``/context-pressure``,
+``/tokens`` with the state block and recalled context, ``/evict [N]``), commands_recall.py
+(``/recall QUERY|ID [--add] [--full]``, ``/show ID``, ``/forget [--undo] ID``, ``/restore ID``,
+``/pin ID``) and commands_continuity.py (``/checkpoint [note]``, ``/checkpoints``,
+``/resume [NAME]``, ``/soft-restart``). Here: ``/add``, ``/drop``,
 ``/read-only``, ``/reset`` and ``/undo`` also report to the fact tracker.
 ``/run`` and ``/test`` output is throttled as it enters the chat; ``/clear`` and ``/reset``
 reset the gardener's view of the chat but keep the store.
@@ -186,7 +189,7 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         if meta is not None and meta.state == "summary":
             self.io.tool_output(
                 f"gardener: output compressed from {meta.tokens_full:,} to"
-                f" {meta.tokens_summary:,} tokens (full text: /recall {meta.entry_id})"
+                f" {meta.tokens_summary:,} tokens (full text: /show {meta.entry_id})"
             )
         notes = take_notes(session.store)
         if meta is not None and meta.stored:

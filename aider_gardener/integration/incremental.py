@@ -93,6 +93,13 @@ def incremental_view(session: GardenerSession, coder: Any, chunks: Any) -> Any:
     if len(starts) <= n:
         return chunks
     boundary = starts[-n]
+    for i, msg in enumerate(history[:boundary]):
+        # what the user put back with /recall --add stays verbatim for its turns, as in eviction
+        meta = session.meta(msg)
+        if meta is not None and meta.kind == "recall" and session.turn - meta.turn < n:
+            if msg.get("role") == "user":
+                boundary = i
+                break
     model = model_name(coder)
     cap = int(session.budget(coder) * COMPILED_SHARE)
     summary = compile_summary(session, history[:boundary], cap, model)

@@ -109,8 +109,8 @@ class GardenerMixin:
                 from .status import startup_line
 
                 line = session.attempt("status", startup_line, session, self)
-                if line:
-                    self.io.tool_output(line)
+                if line:  # an io that cannot print must not cost the session its gardener
+                    session.attempt("status", self.io.tool_output, line)
             session.attempt("resume", session.keeper().start, self)
             return session
         except Exception as err:  # noqa: BLE001 - never stop Aider from starting

@@ -1513,6 +1513,7 @@ class _Checkpointer:
         self._path = path
         self._busy_timeout = busy_timeout
         self._wake = threading.Event()
+        self._halt = threading.Event()  # stop() ends the coalescing wait: exit must not wait
         self._stopping = False
         self.checkpoints = 0
         self._thread = threading.Thread(target=self._run, name="gardener-checkpoint", daemon=True)
@@ -1525,6 +1526,7 @@ class _Checkpointer:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stopping = True
+        self._halt.set()
         self._wake.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
@@ -1536,7 +1538,7 @@ class _Checkpointer:
                 self._wake.wait()
                 if self._stopping:
                     return
-                time.sleep(CHECKPOINT_COALESCE)
+                self._halt.wait(CHECKPOINT_COALESCE)
                 self._wake.clear()
                 if self._stopping:  # stop() may have set the event just cleared
                     return

@@ -20,6 +20,9 @@ SCRIPT = (
     "echo 'starting nightly import'\n"
     "echo 'ERROR ZebraTimeout in app/frobnicate.py:42 after 30s'\n"
     'i=0; while [ $i -lt 1500 ]; do echo "INFO imported row $i of batch 7"; i=$((i+1)); done\n'
+    # Aider's /run reads a command's terminal through pexpect and, on a busy machine, can miss
+    # the end of the output of a command that exits at once; a pause keeps the whole output
+    "sleep 1\n"
 )
 
 

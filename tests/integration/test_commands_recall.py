@@ -303,3 +303,32 @@ def test_a_recalled_block_without_a_record_is_never_stored(make_coder):
     meta = coder.gardener.meta(coder.cur_messages[-2])
     assert meta.kind == "recall" and meta.entry_id == entry.id and meta.stored
     assert entry_count(store) == before
+
+
+def test_added_text_stays_verbatim_for_the_recent_turns_in_incremental_mode(logged_mode, llm):
+    """The incremental view compiles everything before the last N turns; an added block is kept
+    out of the compiled summary for as many requests as eviction keeps it."""
+    coder, log_id = logged_mode("incremental", recent_turns=2)
+    coder.commands.cmd_recall(f"{log_id} --add")
+    verbatim = []
+    for turn in range(4):
+        llm.replies = [f"answer {turn}"]
+        coder.run(with_message=f"question {turn} about row 1499")
+        verbatim.append(LOG.rstrip() in text_of(llm.last))
+    assert verbatim == [True, True, False, False]
+
+
+@pytest.fixture
+def logged_mode(make_coder, repo):
+    def make(mode: str, **options):
+        (repo / "import.log").write_text(LOG)
+        coder = make_coder("ask", mode=mode, max_output=300, **options)
+        coder.commands.cmd_run("cat import.log")
+        for turn in range(3):  # enough turns before it that the view compiles a summary
+            coder.cur_messages += [
+                dict(role="user", content=f"earlier {turn}"),
+                dict(role="assistant", content=f"reply {turn}"),
+            ]
+        return coder, coder.gardener.meta(coder.cur_messages[-8]).entry_id
+
+    return make

@@ -26,7 +26,7 @@ def test_a_session_in_a_terminal(workspace):
 
         child.sendline("/run sh import.sh")
         child.expect(
-            r"output compressed from ([\d,]+) to ([\d,]+) tokens \(full text: /recall (\w+)\)"
+            r"output compressed from ([\d,]+) to ([\d,]+) tokens \(full text: /show (\w+)\)"
         )
         before, after, entry_id = child.match.groups()
         assert int(after.replace(",", "")) * 5 < int(before.replace(",", ""))

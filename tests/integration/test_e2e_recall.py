@@ -19,7 +19,7 @@ from .terminal import spawn as _spawn  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-COMPRESSED = r"output compressed from ([\d,]+) to ([\d,]+) tokens \(full text: /recall (\w+)\)"
+COMPRESSED = r"output compressed from ([\d,]+) to ([\d,]+) tokens \(full text: /show (\w+)\)"
 
 
 def _entries(repo, where: str = "1") -> list:
