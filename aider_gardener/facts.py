@@ -418,7 +418,8 @@ def line_facts(line: str, messages: bool = True) -> list[str]:
     for an exception/FATAL/ERROR line, its first 120 characters when ``messages``)."""
     out = [m.group(0) for m in PATH_LINE.finditer(line)] if _PATH_ANCHOR.search(line) else []
     out += [m.group(0) for m in PY_FRAME.finditer(line)] if 'File "' in line else []
-    out += [m.group(0) for m in CALLED_BY_FRAME.finditer(line)] if "called by" in line else []
+    if "called by" in line:  # Class.method:line, the package is no fact
+        out += [f"{m.group(1)}:{m.group(2)}" for m in CALLED_BY_FRAME.finditer(line)]
     out += [next(g for g in m.groups() if g) for m in ERROR_CODE.finditer(line)]
     if "Error" in line or "Exception" in line:
         k = 62 if messages else 0

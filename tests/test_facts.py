@@ -143,3 +143,13 @@ def test_diagnostics_grouped_by_code_keep_every_location():
     assert "TS1005 ×49 — ',' expected. — in src/b.tsx: lines 100,103,106," in result.summary
     assert "; in src/a.tsx: lines 101,102,104," in result.summary
     assert result.tokens_summary < result.tokens_original / 3
+
+
+def test_template_folding_lists_every_distinct_frame():
+    """25 ``Destroying surface … called by <frames>`` lines fold into one template, followed by
+    every distinct ``Class.method:line`` of all 25 (none cut, none repeated)."""
+    out = compress(SURFACE, source=Source(role="tool")).summary
+    assert out.count("Destroying surface") == 1 and "[×25]" in out
+    frames = facts.extract(SURFACE)["frames"]
+    assert len(frames) > 100 and all(f in out for f in frames)
+    assert out.count("Frame0.step0:100 ") == 1

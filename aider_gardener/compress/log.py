@@ -519,8 +519,8 @@ class _Compressor:
         vals: dict[str, None] = {}
         for i in g.members:
             vals.update(dict.fromkeys(facts.get(i, ())))
-        shown = [v for v in vals if v not in template]
-        head = clip_line(template) if not shown else _clip_free(template)
+        head = _clip_free(template)
+        shown = [v for v in vals if v not in head]
         return f"[×{g.count}] {head}" + (f" [facts: {' '.join(shown)}]" if shown else "")
 
     def _render_normal(self, g: _Group) -> str:

@@ -257,6 +257,9 @@ class GardenerSession:
         store. Registered with atexit when the first coder is gardened; safe to call twice. The
         exit checkpoint says so on screen while it is written (continuity.at_exit); nothing else
         heavy happens here."""
+        if self.exit_hooked:  # closed once: the interpreter's exit must not try it again
+            self.exit_hooked = False
+            atexit.unregister(self.close)
         if self.continuity is not None:
             self.continuity.restore_signals()
         if self.continuity is not None and self.coder is not None:
