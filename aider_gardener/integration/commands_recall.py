@@ -344,12 +344,10 @@ class RecallCommands:
         if store is None:
             return
         for w in words:
-            entry = store.get(w) if ENTRY_ID.match(w) else None
-            if entry is None:
-                self.io.tool_error(f"No stored entry {w}.")
-            elif not entry.active:
+            entry = self._known(store, w)
+            if entry is not None and not entry.active:
                 self.io.tool_error(_hidden_note(entry))
-            else:
+            elif entry is not None:
                 self._show(store, entry, "--all" in flags)
 
     def _show(self, store: Any, entry: Any, everything: bool) -> None:
