@@ -145,15 +145,20 @@ def loose(text: str) -> str:
 # --------------------------------------------------------------------------- extraction
 
 
-def only_lines(text: str, needles: tuple[str, ...]) -> str:
-    """The lines of ``text`` containing any needle, joined: one C-speed ``find`` scan per needle,
-    so the line-anchored regexes below run on a few lines of a 20,000-line log, not on all."""
+def only_lines(text: str, needles: tuple[str, ...], after: int = 0) -> str:
+    """The lines of ``text`` containing any needle (and the ``after`` lines following each, for
+    patterns that allow a wrapped line), joined: one C-speed ``find`` scan per needle, so the
+    line-anchored regexes below run on a few lines of a 20,000-line log, not on all."""
     spans = set()
     for needle in needles:
         pos = text.find(needle)
         while pos >= 0:
             start = text.rfind("\n", 0, pos) + 1
             end = text.find("\n", pos)
+            for _ in range(after):
+                if end < 0:
+                    break
+                end = text.find("\n", end + 1)
             end = len(text) if end < 0 else end
             spans.add((start, end))
             pos = text.find(needle, end)
@@ -161,8 +166,7 @@ def only_lines(text: str, needles: tuple[str, ...]) -> str:
 
 
 def failing_tests(text: str) -> set[str]:
-    if "FAIL" not in text and "ERROR" not in text:  # every pattern needs one (wraps included)
-        return set()
+    text = only_lines(text, ("FAIL", "ERROR"), after=1)  # jest's "FAIL" may wrap before its path
     return {m.group(1).strip() for rx in FAILED_TEST for m in rx.finditer(text)}
 
 
@@ -178,7 +182,25 @@ def exception_lines(text: str) -> set[str]:
     return found
 
 
+_LIB_LITERALS = (
+    "site-packages",
+    "dist-packages",
+    "node_modules",
+    "lib",
+    "frozen",
+    "cargo",
+    "rustc",
+    "go",
+    "jdk",
+    "files",
+    "importlib",
+)  # one of them is in every line LIBRARY_PATH matches: plain ``in`` checks skip the regex
+
+
 def is_library(line: str) -> bool:
+    low = line.lower()
+    if not any(x in low for x in _LIB_LITERALS):
+        return False
     return bool(LIBRARY_PATH.search(line))
 
 
@@ -197,7 +219,7 @@ def project_path_lines(text: str) -> set[str]:
         done.add(start)
         end = text.find("\n", a.end())
         line = text[start : len(text) if end < 0 else end]
-        if LIBRARY_PATH.search(line):
+        if is_library(line):
             continue
         for m in PATH_LINE.finditer(line):
             path = m.group(1)
@@ -245,17 +267,46 @@ def _basename(path: str) -> str:
 
 def error_codes(text: str) -> set[str]:
     found = set()
-    found.update(c for c in _CODE_NUM.findall(text) if _CODE_NUM_OK.fullmatch(c))
+    hits = list(_CODE_ANY.finditer(text))  # one pass finds numbered codes and lint lines
+    for m in hits:
+        k = m.start()
+        if _CODE_NUM_OK.fullmatch(m.group()) and not (
+            k and (text[k - 1].isalnum() or text[k - 1] in "_-")
+        ):
+            found.add(m.group())
     for m in _ERRNO.finditer(text):
         k = m.start()
         if k == 0 or not (text[k - 1].isalnum() or text[k - 1] in "_-"):
             found.add(m.group())
-    found.update(a or b for a, b in _CLIPPY.findall(text))
-    found.update(_WFLAG.findall(text))
-    for rx in (LINT_CODE, MYPY_CODE, ESLINT_RULE):
-        for m in rx.finditer(text):
+    if "clippy" in text:
+        found.update(a or b for a, b in _CLIPPY.findall(text))
+    if "[-W" in text:
+        found.update(_WFLAG.findall(text))
+    # each remaining pattern needs a literal or a code: run it on those lines only
+    for rx, part in (
+        (LINT_CODE, _lines_of(text, hits)),
+        (MYPY_CODE, only_lines(text, ("  [",))),
+        (ESLINT_RULE, only_lines(text, ("error ", "warning "))),
+    ):
+        for m in rx.finditer(part):
             found.update(g for g in m.groups() if g)
     return found
+
+
+_CODE_ANY = re.compile(r"[A-Z]{1,4}\d{3,5}\b")
+
+
+def _lines_of(text: str, hits: list[re.Match]) -> str:
+    spans = set()
+    end = -1
+    for m in hits:
+        if m.start() < end:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        spans.add((start, end))
+    return "\n".join(text[a:b] for a, b in sorted(spans))
 
 
 def panics(text: str) -> set[str]:
@@ -265,18 +316,21 @@ def panics(text: str) -> set[str]:
 
 
 def terraform(text: str) -> set[str]:
-    if "# " not in text and "Plan:" not in text and "Apply complete" not in text:
-        return set()
-    found = {f"{m.group(1)} {m.group(2)}" for m in TF_ACTION.finditer(text)}
-    found.update(" ".join(m.group(1).split()) for m in TF_TOTALS.finditer(text))
+    part = only_lines(text, (" be ", "has been deleted", "has changed", "Plan:", "Apply complete"))
+    found = {f"{m.group(1)} {m.group(2)}" for m in TF_ACTION.finditer(part)}
+    found.update(" ".join(m.group(1).split()) for m in TF_TOTALS.finditer(part))
     return found
 
 
 def pods(text: str) -> set[str]:
     """``kubectl get pods``: the pods that are not fine, with their status."""
+    if "STATUS" not in text or "READY" not in text:
+        return set()
     lines = text.split("\n")
     found = set()
     for k, line in enumerate(lines):
+        if "STATUS" not in line:
+            continue
         cols = line.split()
         if "NAME" not in cols or "STATUS" not in cols or "READY" not in cols:
             continue
@@ -336,6 +390,9 @@ def extract(text: str) -> dict[str, set[str]]:
 # --------------------------------------------------------------------------- checking
 
 
+_LOCATION = re.compile(r'([\w.@+~/<>-]+)(?:[:(]|:\[|", line )(\d+)(?!\d)')
+
+
 class Summary:
     """A summary prepared once for many fact lookups: flat (whitespace-normalised), with
     forward slashes, and loosened, plus the line index grouped diagnostics need."""
@@ -347,6 +404,7 @@ class Summary:
         self.loose = loose(summary)
         self.lines = summary.split("\n")
         self._grouped: dict[str, set[str]] | None = None
+        self._locs: set[tuple[str, str]] | None = None
 
     def has(self, kind: str, fact: str) -> bool:
         if kind in ("exceptions",):
@@ -363,16 +421,16 @@ class Summary:
         return " ".join(fact.split()) in self.flat
 
     def _location(self, path: str, line: str) -> bool:
-        """``path:line``, ``path(line,col)``, ``File "path", line N``, or the file name with the
-        line (a shortened absolute prefix), or a grouped ``name …: lines 3,7,…`` entry."""
+        """``path:line``, ``path(line,col)``, ``path:[line,col]``, ``File "path", line N``, or
+        the file name with the line (a shortened absolute prefix), or a grouped ``in name:
+        lines 3,7,…`` entry. One regex pass indexes every location of the summary, so checking
+        thousands of facts costs a set lookup each."""
+        if self._locs is None:
+            self._locs = {
+                (_basename(m.group(1)), m.group(2)) for m in _LOCATION.finditer(self.slashed)
+            }
         name = path.rsplit("/", 1)[-1]
-        for cand in (path, name):
-            if cand not in self.slashed:
-                continue
-            pat = re.escape(cand) + r'(?:[:(]|:\[|", line )' + re.escape(line) + r"\b"
-            if re.search(pat, self.slashed):
-                return True
-        return line in self.grouped().get(name, ())
+        return (name, line) in self._locs or line in self.grouped().get(name, ())
 
     def grouped(self) -> dict[str, set[str]]:
         if self._grouped is None:
@@ -420,7 +478,11 @@ def line_facts(line: str, messages: bool = True) -> list[str]:
     out += [m.group(0) for m in PY_FRAME.finditer(line)] if 'File "' in line else []
     if "called by" in line:  # Class.method:line, the package is no fact
         out += [f"{m.group(1)}:{m.group(2)}" for m in CALLED_BY_FRAME.finditer(line)]
-    out += [next(g for g in m.groups() if g) for m in ERROR_CODE.finditer(line)]
+    out += [m.group() for m in _CODE_ANY.finditer(line) if _CODE_NUM_OK.fullmatch(m.group())]
+    out += _ERRNO.findall(line) if "E" in line else []
+    if "clippy" in line:
+        out += [a or b for a, b in _CLIPPY.findall(line)]
+    out += _WFLAG.findall(line) if "[-W" in line else []
     if "Error" in line or "Exception" in line:
         k = 62 if messages else 0
         out += [m.group(0)[: len(m.group(1)) + k] for m in QUALIFIED_EXC.finditer(line)]

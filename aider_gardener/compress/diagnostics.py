@@ -36,6 +36,17 @@ MIN_SHARE = 0.3  # of the non-blank lines: otherwise the output is something els
 MAX_PATHS = 40  # files per group line before it is split
 
 
+def _worth_parsing(lines: list[str], probes: int = 400) -> bool:
+    """An even sample of the lines: are diagnostics anywhere near ``MIN_SHARE`` of them? Saves
+    three regex probes per line of a 100,000-line build log that is something else."""
+    if len(lines) <= probes:
+        return True
+    step = len(lines) / probes
+    sample = [lines[int(k * step)] for k in range(probes)]
+    hits = sum(1 for x in sample if ": " in x and any(rx.match(x) for rx in _FORMS))
+    return hits >= MIN_SHARE / 3 * sum(1 for x in sample if x.strip())
+
+
 @dataclass
 class _Group:
     first: int
@@ -48,6 +59,8 @@ class _Group:
 def group_diagnostics(lines: list[str]) -> tuple[list[tuple[int, str]], set[int]]:
     """``(position, rendered line)`` for each group, and the indexes of the lines they replace;
     nothing when the output is not mostly diagnostics or no group has two members."""
+    if not _worth_parsing(lines):
+        return [], set()
     parsed: list[tuple[int, re.Match]] = []
     nonblank = 0
     for i, line in enumerate(lines):

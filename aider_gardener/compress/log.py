@@ -127,7 +127,16 @@ _LEVEL_WORDS = (
     "error[",
     "warning[",
 )
-_SHARED_NEEDLES = ("at ", "called by", "Caused by", " will be ", " must be ", "(clippy::", "[-W")
+_SHARED_NEEDLES = (
+    "  at ",
+    "\tat ",
+    "called by",
+    "Caused by",
+    " will be ",
+    " must be ",
+    "(clippy::",
+    "[-W",
+)
 _EXC_TAIL = re.compile(r"(?:Error|Exception)\b")
 _CODE_RE = re.compile(r"[A-Z]{1,3}\d{3,5}\b")
 
@@ -329,7 +338,7 @@ class _Compressor:
         found: dict[int, tuple[str, ...]] = {}
         starts = self.starts
         cand = self._line_hits(_SHARED_NEEDLES, lower=False)
-        for rx in (shared._CODE_NUM, shared._ERRNO):
+        for rx in (shared._CODE_ANY, shared._ERRNO):
             cand.update(bisect.bisect_right(starts, m.start()) - 1 for m in rx.finditer(self.norm))
         for i in cand:
             if not 0 <= i < len(self.lines):

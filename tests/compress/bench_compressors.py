@@ -15,7 +15,8 @@ from aider_gardener.compress import COMPRESSORS
 from aider_gardener.pipeline import compress
 from aider_gardener.tokens import _encoding
 from aider_gardener.types import CompressOptions, ContentClass, Source
-from tests.conftest import TOOL_OUTPUTS, tool_output_files
+from aider_gardener import facts
+from tests.conftest import TOOL_OUTPUTS, TOOL_OUTPUTS_MORE, all_tool_output_files
 
 SITE = Path(__import__("aider").__file__).parent
 
@@ -44,10 +45,11 @@ def test_class_compressor(benchmark, cls):
     benchmark.extra_info.update(lines=text.count("\n"), chars=len(text), out_chars=len(out.text))
 
 
-FILES = tool_output_files()
+FILES = all_tool_output_files()  # both folders: the 20k-line npm debug log is in the second
+IDS = [f"{p.parent.name[13:] or 'base'}-{p.name.split('__')[0]}" for p in FILES]
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.name.split("__")[0] for p in FILES])
+@pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_pipeline_on_real_output(benchmark, path):
     data = path.read_bytes()
     result = benchmark(compress, data, Source(role="tool"))
@@ -69,3 +71,14 @@ def test_tiktoken_yardstick(benchmark, name):
     enc = _encoding("o200k_base")
     benchmark(enc.encode_ordinary, text)
     benchmark.extra_info.update(lines=text.count("\n"), mb=round(len(text) / 1e6, 3))
+
+
+NPM_HUGE = "npm_debug_install_ECONNRESET_huge__Gulp-and-Webpack.log"
+
+
+def test_fact_extraction_on_the_npm_debug_log(benchmark):
+    """The shared fact definition runs on every output (the pipeline's last step): its cost on
+    the 20k-line npm debug log, next to the whole pipeline's above."""
+    text = _read(TOOL_OUTPUTS_MORE / NPM_HUGE)
+    found = benchmark(facts.extract, text)
+    benchmark.extra_info.update(lines=text.count("\n"), facts=sum(len(v) for v in found.values()))
