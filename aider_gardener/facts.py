@@ -68,7 +68,8 @@ EXCEPTION_LINE = re.compile(
 )
 CAUSED_BY = re.compile(r"^\s*Caused by:[ \t]+([\w$.]+)(?::[ \t]*(\S.{0,80}))?", re.M)
 QUALIFIED_EXC = re.compile(
-    r"(?<![\w$.])((?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception))(?::[ \t]*(\S.{0,80}))?"
+    r"(?<![\w$.])(?<!import )((?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception))(?![\w$;])"
+    r"(?::[ \t]*(\S.{0,80}))?"
 )
 PATH_LINE = re.compile(
     r"(?<![\w.])((?:[A-Za-z]:)?[\w.\\/-]*[\w-]\.[A-Za-z]{1,5})(?:[:(]|:\[)(\d+)\b"
@@ -125,9 +126,9 @@ _LOOSE = re.compile(
 )
 # build tools' advice printed under every failure: ERROR level, but no fact of this run
 _BOILERPLATE = re.compile(
-    r"^(?:-> \[Help \d|\[Help \d\]|To see the full stack trace|Re-run Maven|For more information"
-    r" about the errors|After correcting the problems|mvn <args>|Run with --(?:stacktrace|info)"
-    r"|Get more help at|BUILD FAILURE)"
+    r"^(?:-?> \[Help \d|Please refer to|\[Help \d\]|To see the full stack trace|Re-run Maven"
+    r"|For more information about the errors|After correcting the problems|mvn <args>"
+    r"|Run with --(?:stacktrace|info)|Get more help at|BUILD FAILURE)"
 )
 _POD_OK = frozenset({"Running", "Completed", "Succeeded"})
 
