@@ -484,6 +484,9 @@ def line_facts(line: str, messages: bool = True) -> list[str]:
     if "clippy" in line:
         out += [a or b for a, b in _CLIPPY.findall(line)]
     out += _WFLAG.findall(line) if "[-W" in line else []
+    m = LINT_CODE.match(line)  # flake8/ruff "path:1:2: F401 …" or ruff's "F401 [*] …"
+    if m:
+        out.append(m.group(1) or m.group(2))
     if "Error" in line or "Exception" in line:
         k = 62 if messages else 0
         out += [m.group(0)[: len(m.group(1)) + k] for m in QUALIFIED_EXC.finditer(line)]

@@ -136,6 +136,8 @@ _SHARED_NEEDLES = (
     " must be ",
     "(clippy::",
     "[-W",
+    "Plan: ",
+    "Apply complete!",
 )
 _EXC_TAIL = re.compile(r"(?:Error|Exception)\b")
 _CODE_RE = re.compile(r"[A-Z]{1,3}\d{3,5}\b")
@@ -357,6 +359,9 @@ class _Compressor:
             m = shared.TF_ACTION.match(line) if " be " in line else None
             if m:
                 got.append(f"{m.group(1)} {m.group(2)}")
+            m = shared.TF_TOTALS.match(line) if ("Plan:" in line or "Apply c" in line) else None
+            if m:
+                got.append(" ".join(m.group(1).split()))
             if got:
                 found[i] = found.get(i, ()) + tuple(got)
         return found
