@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from aider_gardener import facts
 from aider_gardener.compress import COMPRESSORS
 from aider_gardener.pipeline import compress
 from aider_gardener.tokens import _encoding
 from aider_gardener.types import CompressOptions, ContentClass, Source
-from aider_gardener import facts
 from tests.conftest import TOOL_OUTPUTS, TOOL_OUTPUTS_MORE, all_tool_output_files
 
 SITE = Path(__import__("aider").__file__).parent
