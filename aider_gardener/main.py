@@ -13,8 +13,12 @@ plain ``Commands`` and leaves the coder registry untouched, so Aider runs unmodi
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
 import sys
+import threading
+from pathlib import Path
 from typing import Any, Iterator
 
 from . import offline  # noqa: F401  (before aider/litellm load)
@@ -80,17 +84,76 @@ def patched_aider_main() -> Iterator[Any]:
 def main(argv=None, input=None, output=None, force_git_root=None, return_coder=False):
     """Same signature and result as ``aider.main.main``. The coder registry stays gardened
     after it returns (a returned coder may still switch modes); tests restore it with
-    ``integration.registry.gardened()`` or ``restore_coders()``."""
+    ``integration.registry.gardened()`` or ``restore_coders()``.
+
+    Run as the ``aider-gardener`` command, it ends the process itself once Aider is done: see
+    ``fast_exit``."""
     offline.keep_aider_offline()
     preload()  # before Aider's load_slow_imports thread races us to numpy/networkx
-    with patched_aider_main() as aider_main:
-        return aider_main.main(
-            argv,
-            input=input,
-            output=output,
-            force_git_root=force_git_root,
-            return_coder=return_coder,
-        )
+    cli = argv is None and not return_coder and _is_cli()
+    try:
+        with patched_aider_main() as aider_main:
+            status = aider_main.main(
+                argv,
+                input=input,
+                output=output,
+                force_git_root=force_git_root,
+                return_coder=return_coder,
+            )
+    except SystemExit as done:  # /exit, Ctrl-D paths, --help, Aider's sys.exit(status)
+        if cli:
+            fast_exit(done.code)
+        raise
+    if cli:
+        fast_exit(status)
+    return status
+
+
+FAST_EXIT_ENV = "GARDENER_FAST_EXIT"  # "0": leave the exit to the interpreter
+JOIN_THREADS = 1.0  # seconds, in all, for non-daemon threads to end (the interpreter waits forever)
+
+
+def _is_cli() -> bool:
+    """Started as ``aider-gardener`` or ``python -m aider_gardener.main``, not called as a
+    function (tests, an embedding program, the benchmarks)."""
+    if os.environ.get(FAST_EXIT_ENV, "1") == "0":
+        return False
+    name = Path(sys.argv[0] if sys.argv else "").name
+    return name in ("aider-gardener", "main.py") or name.startswith("aider-gardener")
+
+
+def fast_exit(code: Any) -> None:
+    """End the process without the interpreter's teardown (issue 15: ``/exit`` took 3-5 s,
+    Aider alone 0.5 s). Everything that matters at exit still happens, in the interpreter's
+    order: non-daemon threads get ``JOIN_THREADS`` to finish, then every atexit handler runs
+    (the gardener's exit checkpoint and store close among them; ``atexit._run_exitfuncs`` runs
+    each once, last registered first, exactly as at a normal exit), then standard streams are
+    flushed. What is skipped is the teardown of modules and objects (torch, chromadb, tokenizers,
+    litellm: ~1 s with torch loaded) and joining the daemon threads the gardener already
+    stopped. Files: Aider writes its history files with open/close per write; the store's
+    SQLite connections are closed by the store's close; chromadb's writes are SQLite
+    transactions, replayed on the next open."""
+    if code is None or code is False:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # sys.exit("message"): the interpreter prints it and exits 1
+        print(code, file=sys.stderr)
+        status = 1
+    try:
+        import time
+
+        deadline = time.monotonic() + JOIN_THREADS
+        for thread in threading.enumerate():
+            if thread is threading.current_thread() or thread.daemon or not thread.is_alive():
+                continue
+            thread.join(max(0.0, deadline - time.monotonic()))
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(status)
 
 
 if __name__ == "__main__":

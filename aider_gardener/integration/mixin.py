@@ -34,7 +34,7 @@ from ..tokens import count_tokens
 from .eviction import GardenerSummary, evict, history_tokens
 from .incremental import incremental_view
 from .ingest import model_name, sync
-from .rag import inject, preview_recall
+from .rag import inject, prefetch, preview_recall
 from .session import (
     GardenerSession,
     Hint,
@@ -53,6 +53,22 @@ OVERFLOW_NOTICE = "FinishReasonLength exception: you sent too many tokens"
 
 def _fmt_k(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def _preload_model(session: GardenerSession, coder: Any) -> bool:
+    """Start loading the embedding model now, at Aider's start, instead of at the first message
+    (issue 15: the first ``/recall`` paid for the load); the start-up line says so."""
+    from ..store import embeddings
+    from ..store.db import resolve_location
+
+    folder, _ = resolve_location(session.config.store, getattr(coder, "root", None))
+    return embeddings.preload(folder)
+
+
+def _foreground() -> Any:
+    from ..store.worker import foreground
+
+    return foreground()
 
 
 def _digest(path: str) -> str:
@@ -112,6 +128,8 @@ class GardenerMixin:
                 if line:  # an io that cannot print must not cost the session its gardener
                     session.attempt("status", self.io.tool_output, line)
             session.attempt("resume", session.keeper().start, self)
+            if session.config.vectors:  # in the background: Aider's start does not wait for it
+                session.attempt("preload", _preload_model, session, self)
             return session
         except Exception as err:  # noqa: BLE001 - never stop Aider from starting
             log.warning("gardener: could not start (%s); running plain aider", err)
@@ -198,7 +216,16 @@ class GardenerMixin:
             yield from super().send_message(inp)
             return
         g.io = self.io
+        # The background embedder pauses while the request is prepared and sent (issue 15: it
+        # competed with the query embedding and compression for the same cores)
+        busy = g.attempt("foreground", _foreground) or contextlib.nullcontext()
+        with busy:
+            yield from self._garden_send_message(g, inp)
+
+    def _garden_send_message(self, g: GardenerSession, inp):
         inp = g.attempt("ingest", self._garden_prepare, inp, default=inp)
+        if g.config.rag:
+            g.attempt("recall", self._garden_prefetch, g, inp)
         g.events = TurnEvents()
         self._garden_sending = True
         self._garden_cwe = False
@@ -217,6 +244,13 @@ class GardenerMixin:
             self._garden_sending = False
             self._garden_hard_target = None
             self._garden_retry = "idle"
+
+    def _garden_prefetch(self, g: GardenerSession, inp: str) -> None:
+        """The query ``_garden_query`` will find once Aider has appended ``inp``: its embedding
+        starts now, on the other core (rag.prefetch)."""
+        hint = g.hints.get(inp)
+        meta = hint.meta if hint is not None else None
+        prefetch(g, meta.original if meta is not None else inp)
 
     def _garden_prepare_retry(self, inp: str) -> bool:
         g = self._garden

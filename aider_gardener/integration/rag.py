@@ -34,12 +34,27 @@ REPLY = "Ok, I will use that context if it is relevant."
 QUERY_CHARS = 4000
 
 
-def _mode() -> str:
+def _mode(store: Any = None) -> str:
     """Before a request, never wait for the embedding model: until the store's worker has loaded
-    it (seconds, in the background), recall is full-text only."""
+    it and opened the vector collection (seconds, in the background), recall is full-text
+    only."""
     from ..store import embeddings
 
+    index = getattr(store, "vectors", None)
+    if index is not None and not getattr(index, "ready", True):
+        return "fts"
     return "hybrid" if embeddings.loaded() else "fts"
+
+
+def prefetch(session: GardenerSession, query: str) -> bool:
+    """At the start of a request: embed its query on the other core while the gardener ingests
+    and evicts (issue 15: the query embedding was most of a turn's gardener time in rag mode).
+    Nothing when the model is not ready yet: recall is full text then."""
+    store = session.store
+    index = getattr(store, "vectors", None)
+    if index is None or not query.strip() or session.config.rag_tokens <= 0:
+        return False
+    return bool(index.prefetch(query[:QUERY_CHARS]))
 
 
 def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[dict], list[str]]:
@@ -51,7 +66,7 @@ def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[
     # FTS5 takes the first MAX_QUERY_TERMS terms and the embedder the first 256 word pieces: the
     # head of a long message is the whole query either way (and scanning a 100 kB paste is not)
     query = query[:QUERY_CHARS]
-    hits = store.recall(query, limit=CANDIDATES, mode=_mode())
+    hits = store.recall(query, limit=CANDIDATES, mode=_mode(store))
     if not hits:
         return [], []
     in_history = session.entries_in_history()

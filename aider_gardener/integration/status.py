@@ -24,8 +24,9 @@ MODE_WORDS = {
 
 def startup_line(session: GardenerSession, coder: Any) -> str:
     """E.g. ``gardener: rag mode (compress, evict, recall), history budget 8.0k tokens, store
-    .aider.gardener/store.sqlite (123 entries), semantic recall (model loads at the first
-    message)``. The model loads in a background thread; worker.py's notes say when."""
+    .aider.gardener/store.sqlite (123 entries), semantic recall (embedding model loading in the
+    background; …)``. The model starts loading at start, in a background thread
+    (``embeddings.preload``); worker.py's notes say when it is ready."""
     from ..store.db import resolve_location
 
     cfg = session.config
@@ -44,7 +45,10 @@ def startup_line(session: GardenerSession, coder: Any) -> str:
     elif cfg.chroma_url:
         parts.append(f"semantic recall via {cfg.chroma_url}")
     else:
-        parts.append("semantic recall (model loads at the first message)")
+        parts.append(
+            "semantic recall (embedding model loading in the background; full-text search"
+            " until it is ready)"
+        )
     return "gardener: " + ", ".join(parts)
 
 

@@ -12,14 +12,20 @@ planned by token length, and sentence-transformers' mean pooling and normalisati
 * torch: the BERT module of the sentence-transformers model. On CPUs with native bfloat16
   (AVX512-BF16 / AMX) its weights are cast to bfloat16 once at load; cosine > 0.9998 to
   sentence-transformers' float32 vectors (tested); ``GARDENER_EMBED_DTYPE=float32`` turns it
-  off. ``auto`` picks this backend on such CPUs because it is the fastest there.
-* ONNX Runtime, ``auto``'s choice elsewhere: the installed weights are exported once with
+  off. The fastest backend on such CPUs (~1.5x ONNX's rate on full-size chunks), but torch
+  costs a session ~300 MB more memory, so it is used only when asked for
+  (``GARDENER_EMBED_BACKEND=torch``, or ``GARDENER_EMBED_DTYPE=bfloat16``).
+* ONNX Runtime, ``auto``'s choice on every CPU: the installed weights are exported once with
   ``torch.onnx.export`` into ``<store>/models/`` (see ``set_cache_dir``) and checked against
   sentence-transformers (cosine > 0.999 on probe texts, else the file is discarded); later
   processes load only the ``.onnx`` file, ``tokenizers`` and ``onnxruntime`` (a chromadb
-  dependency), never torch. As fast as torch in float32, but loads in 0.3 s instead of seconds
-  and a session with a store, chromadb and the model peaks at ~480 MB RSS instead of ~670 MB
-  (``test_peak_rss_with_model_loaded``). Any export or ONNX Runtime failure falls back to torch.
+  dependency), never torch. As fast as torch in float32, but loads in 0.3 s instead of seconds.
+  Its passes are ``ONNX_BATCH_TOKENS`` (256) word pieces, not 2048: ONNX Runtime's arena keeps
+  the largest activations a pass ever needed, ~120 MB at 2048, and 256 is as fast or faster.
+  Measured with ``python -m bench.embedders`` (issue 15; one thread, medians): a process with a
+  store, embedded chromadb and the model, after embedding 200 chat turns and a recall, peaks
+  ~200 MB above the same process without vectors, against ~270 MB for ONNX at 2048 and ~550 MB
+  for torch in bfloat16. Any export or ONNX Runtime failure falls back to torch.
 
 Where the time goes (one thread of a 2-core EPYC with AVX512-BF16, measured with
 ``tests/store/bench_vectors.py``): a full-size chunk is 256 word pieces, ~6 GFLOP, of which the
@@ -73,9 +79,10 @@ import logging
 import os
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .. import offline  # noqa: F401  (HF_HUB_OFFLINE before sentence-transformers loads)
 
@@ -86,6 +93,10 @@ DIMENSIONS = 384
 # Padded word pieces per forward pass (rows x longest row). Measured on one thread: 1024 and 2048
 # are as fast, 4096 a few % and 8192 up to 30 % slower (the activations leave the caches).
 BATCH_TOKENS = 2048
+# The ONNX backend's own budget: ONNX Runtime's CPU arena keeps the largest activations a pass
+# ever needed for the rest of the session, ~120 MB of RSS at 2048 and ~0 at 256 (one full-size
+# chunk), which is no slower (bench.embedders: 15.7 vs 12.8 full-size, 81 vs 68 chat-size/s).
+ONNX_BATCH_TOKENS = 256
 BATCH_SIZE = 256  # at most this many texts per forward pass, however short
 # A batch is cut where padding would exceed this share of its real tokens: a few short texts
 # are not padded to the length of a long one just because the budget has room for all.
@@ -119,6 +130,11 @@ _torch_model: Any = None  # the float32 SentenceTransformer, while loaded
 _torch_encoders: dict[bool, Any] = {}  # bf16 -> TorchEncoder
 _failure: EmbeddingsUnavailable | None = None
 _cache_dir: Path | None = None
+_preload_mutex = threading.Lock()
+_preload_thread: threading.Thread | None = None
+_load_seconds = 0.0
+_ready_noted = False
+LOAD_DELAY_ENV = "GARDENER_EMBED_LOAD_DELAY"  # tests only: seconds added to the model load
 
 
 def check_available() -> None:
@@ -165,7 +181,7 @@ def backend() -> str:
 def load() -> Any:
     """The process-wide encoder; raises ``EmbeddingsUnavailable`` (every time, without retrying)
     if it could not be loaded."""
-    global _model, _failure
+    global _model, _failure, _load_seconds
     if _model is not None:
         return _model
     with _load_lock:
@@ -175,7 +191,9 @@ def load() -> Any:
             raise _failure
         try:
             check_available()
+            start = time.monotonic()
             _model = _load()
+            _load_seconds = time.monotonic() - start
         except Exception as err:  # noqa: BLE001 - any load failure means "no vectors"
             _failure = (
                 err
@@ -188,7 +206,64 @@ def load() -> Any:
     return _model
 
 
+def preload(store_dir: Path | str | None = None) -> bool:
+    """Start loading the model (and importing chromadb) in a background thread at a lower OS
+    priority, once per process; returns whether a load is now under way or done. Aider's start
+    does not wait for it; until it is done recall uses full-text search (issue 15: the first
+    ``/recall`` took 5-7 s when the load began at the first message)."""
+    global _preload_thread
+    if _model is not None:
+        return True
+    if _failure is not None:
+        return False
+    try:
+        check_available()
+    except EmbeddingsUnavailable:
+        return False
+    with _preload_mutex:
+        if _preload_thread is not None:
+            return True
+        if store_dir is not None:
+            set_cache_dir(store_dir)
+        _preload_thread = threading.Thread(target=_preload, name="gardener-preload", daemon=True)
+        _preload_thread.start()
+    return True
+
+
+def load_seconds() -> float:
+    """How long the load took (0 before it is done)."""
+    return _load_seconds
+
+
+def claim_ready_note() -> bool:
+    """True once per process: the caller tells the user the model is ready."""
+    global _ready_noted
+    with _preload_mutex:
+        noted, _ready_noted = _ready_noted, True
+    return not noted
+
+
+def preloading() -> bool:
+    """A background load started by ``preload`` (done or not): the user was told already."""
+    return _preload_thread is not None
+
+
+def _preload() -> None:
+    from .worker import lower_thread_priority
+
+    lower_thread_priority()
+    try:
+        load()
+    except EmbeddingsUnavailable:
+        return  # the worker reports it when the store opens
+    with contextlib.suppress(Exception):
+        import chromadb  # noqa: F401  (the worker opens it at the first message: seconds)
+
+
 def _load() -> Any:
+    delay = float(os.environ.get(LOAD_DELAY_ENV, "0") or 0)
+    if delay > 0:  # tests: a model that is slow to load, so "before it is ready" is certain
+        time.sleep(delay)
     choice = os.environ.get(BACKEND_ENV, "auto").lower()
     if choice == "auto" and _prefer_torch_bf16():
         choice = "torch"
@@ -247,20 +322,11 @@ def _torch_encoder(bf16: bool | None) -> "TorchEncoder":
 
 
 def _prefer_torch_bf16() -> bool:
-    """torch in bfloat16 beats ONNX Runtime in float32 (~1.8x on one thread) where the CPU has
-    native bfloat16; elsewhere the two are as fast and ONNX needs half the memory. Decided from
-    the CPU flags, so that the ONNX path never imports torch."""
-    choice = os.environ.get(DTYPE_ENV, "auto").lower()
-    if choice in ("float32", "fp32"):
-        return False
-    if choice in ("bfloat16", "bf16"):
-        return True
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:  # not Linux: no cheap way to know, and ONNX is never slower than fp32
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    """Only when bfloat16 is asked for by name. torch in bfloat16 embeds ~1.5x faster than ONNX
+    Runtime where the CPU has native bfloat16, but a session then holds torch and peaks ~300 MB
+    higher (issue 15: a session's peak RSS <= 500 MB; ``python -m bench.embedders``), so
+    ``auto`` is ONNX on every CPU, and the ONNX path never imports torch."""
+    return os.environ.get(DTYPE_ENV, "auto").lower() in ("bfloat16", "bf16")
 
 
 def _quiet_transformers() -> None:
@@ -297,17 +363,26 @@ def embed(texts: Sequence[str], batch_size: int = BATCH_SIZE) -> list[list[float
     return embed_array(texts, batch_size).tolist()
 
 
-def embed_array(texts: Sequence[str], batch_size: int = BATCH_SIZE, bf16: bool | None = None):
+def embed_array(
+    texts: Sequence[str],
+    batch_size: int = BATCH_SIZE,
+    bf16: bool | None = None,
+    between: Callable[[], None] | None = None,
+):
     """``embed`` as a float32 numpy array of shape (len(texts), 384). ``batch_size`` caps the
     texts per forward pass (the token budget ``BATCH_TOKENS`` caps them too).
 
-    ``bf16`` forces the torch backend in that precision (the tests compare the backends)."""
+    ``bf16`` forces the torch backend in that precision (the tests compare the backends).
+    ``between`` is called before every forward pass: the background worker pauses there while
+    the foreground works, or raises to stop (a pass is at most ``BATCH_TOKENS`` word pieces)."""
     model = load()
     texts = [t if isinstance(t, str) else str(t) for t in texts]
     if bf16 is not None and not (isinstance(model, TorchEncoder) and model.bf16 == bf16):
         with _load_lock:
             model = _torch_encoder(bf16)
-    return model.encode(texts, batch_size)
+    if between is None:
+        return model.encode(texts, batch_size)
+    return model.encode(texts, batch_size, between=between)
 
 
 def reference_encode(texts: Sequence[str]):
@@ -372,7 +447,16 @@ class _Encoder:
         """Last hidden states, float32 numpy (rows, tokens, 384)."""
         raise NotImplementedError
 
-    def encode(self, texts: list[str], batch_size: int = BATCH_SIZE):
+    def batch_tokens(self) -> int:
+        """Padded word pieces per forward pass (read at each call: benchmarks change it)."""
+        return BATCH_TOKENS
+
+    def encode(
+        self,
+        texts: list[str],
+        batch_size: int = BATCH_SIZE,
+        between: Callable[[], None] | None = None,
+    ):
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
@@ -381,7 +465,9 @@ class _Encoder:
         with _tokenize_lock:
             encoded = [e.ids for e in self.tokenizer.encode_batch(texts)]
         lengths = [len(ids) for ids in encoded]
-        for idx in plan_batches(lengths, BATCH_TOKENS, batch_size, PADDING_SLACK):
+        for idx in plan_batches(lengths, self.batch_tokens(), batch_size, PADDING_SLACK):
+            if between is not None:
+                between()
             width = max(lengths[i] for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
@@ -438,13 +524,18 @@ class OnnxEncoder(_Encoder):
         self.inputs = {i.name for i in session.get_inputs()}
         super().__init__(tokenizer, max_seq_length)
 
+    def batch_tokens(self) -> int:
+        return ONNX_BATCH_TOKENS
+
     @classmethod
     def open(cls, cache_dir: Path) -> "OnnxEncoder":
         import onnxruntime as ort
 
         path = Path(cache_dir) / onnx_filename()
         exported = False
-        if not path.is_file():
+        if not path.is_file() and EXPORT_ISOLATED:
+            _export_in_child(Path(cache_dir))  # exported and checked there, or it raises
+        elif not path.is_file():
             export_onnx(path)
             exported = True
         opts = ort.SessionOptions()
@@ -490,6 +581,43 @@ def _model_max_seq() -> int:
         return int(config.get("max_seq_length") or 256)
     except (OSError, ValueError):
         return 256
+
+
+# The export imports torch and sentence-transformers (~600 MB and seconds of CPU): it runs in a
+# child interpreter, so the session that needs it first never holds torch (issue 15: a
+# session's peak RSS). Tests that fake a broken exporter in-process turn it off.
+EXPORT_ISOLATED = True
+EXPORT_TIMEOUT = 600.0
+
+
+def _export_in_child(cache_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from aider_gardener.store import embeddings;"
+        " embeddings._export_here(sys.argv[1])"
+    )
+    try:
+        res = subprocess.run(
+            [sys.executable, "-c", code, str(cache_dir)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=EXPORT_TIMEOUT,
+        )
+    except (OSError, subprocess.SubprocessError) as err:
+        raise RuntimeError(f"ONNX export could not run: {err}") from err
+    if res.returncode != 0 or not (Path(cache_dir) / onnx_filename()).is_file():
+        last = (res.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"ONNX export failed: {last}")
+
+
+def _export_here(cache_dir: str) -> None:
+    """The child's work: export into ``cache_dir`` and check the file (a bad one is removed)."""
+    global EXPORT_ISOLATED
+    EXPORT_ISOLATED = False
+    OnnxEncoder.open(Path(cache_dir))
 
 
 def export_onnx(path: Path) -> None:

@@ -202,6 +202,11 @@ def _vector_ranking(store: Any, query: str, n: int) -> tuple[list[str], dict[str
     index = getattr(store, "vectors", None)
     if index is None or not index.healthy:
         return [], {}
+    worker = getattr(store, "_worker", None)
+    if worker is not None and getattr(worker, "alive", False) and not index.ready:
+        # The worker is still loading the model or opening chromadb (seconds): a query now
+        # would wait for it. Full text answers meanwhile (issue 15: first /recall <= 1 s).
+        return [], {}
     hidden = getattr(store, "hidden_ids", None)
     exclude = sorted(hidden()) if hidden is not None else []
     try:

@@ -21,6 +21,8 @@ import logging
 import os
 import re
 import threading
+from collections import OrderedDict
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
@@ -37,6 +39,12 @@ EMBEDDED_COLLECTION = "gardener"
 CONNECT_TIMEOUT = 2.0
 REQUEST_TIMEOUT = 10.0
 _QUERY_MAX = 1000
+QUERY_CACHE = 32  # query embeddings kept (see ``_query_vector``)
+# A query is embedded from its first 512 characters (~130 word pieces of English): the cost of
+# one embedding grows with its length (torch bfloat16, one thread, measured: 10 words 12 ms, 64
+# words 41 ms, 128 or more 70 ms), and full-text search reads only the first 24 terms of a
+# request anyway. Questions (LoCoMo, the replay probes) are far shorter: unchanged.
+QUERY_EMBED_CHARS = 512
 
 
 class VectorIndex:
@@ -61,6 +69,8 @@ class VectorIndex:
         self.healthy = True
         self.permanent_failure: str | None = None
         self._warned = False
+        self._query_cache: OrderedDict[str, Any] = OrderedDict()
+        self._query_lock = threading.Lock()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -124,14 +134,22 @@ class VectorIndex:
 
     # --- the interface recall and the worker use -------------------------------------------
 
-    def add(self, chunk_ids: Sequence[str], entry_ids: Sequence[str], texts: Sequence[str]) -> None:
+    def add(
+        self,
+        chunk_ids: Sequence[str],
+        entry_ids: Sequence[str],
+        texts: Sequence[str],
+        between: Callable[[], None] | None = None,
+    ) -> None:
         """Embed and upsert chunks. Upsert, not add: a chunk embedded just before a crash (and so
         still pending in SQLite) is simply written again. Errors other than chromadb's or a
-        missing model propagate, so the worker can mark just those chunks failed."""
+        missing model propagate, so the worker can mark just those chunks failed. ``between``
+        runs before each forward pass (the worker pauses or stops there; what it raises
+        propagates and nothing is written)."""
         if not chunk_ids or not self.healthy:
             return
         try:
-            vectors = embeddings.embed_array(list(texts))
+            vectors = embeddings.embed_array(list(texts), between=between)
         except EmbeddingsUnavailable as err:
             self._fail_permanently(str(err))
             return
@@ -158,13 +176,14 @@ class VectorIndex:
         ``entry_filter`` restricts the search to those entries; ``exclude`` leaves entries out
         (forgotten ones: filtered by chromadb, their chunks would otherwise take up the k slots
         and push live entries out of the ranking)."""
+        text = text[:QUERY_EMBED_CHARS]
         if k <= 0 or not text.strip() or (entry_filter is not None and not entry_filter):
             return []
         col = self._open()
         if col is None:
             return []
         try:
-            vector = embeddings.embed_array([text])
+            vector = self._query_vector(text)
         except EmbeddingsUnavailable as err:
             self._fail_permanently(str(err))
             return []
@@ -191,6 +210,69 @@ class VectorIndex:
             (cid, (meta or {}).get("entry_id") or cid.rsplit(":", 1)[0], 1.0 - float(dist))
             for cid, meta, dist in zip(ids, metas, dists)
         ]
+
+    @property
+    def ready(self) -> bool:
+        """Model loaded and collection open: a query now costs one embedding, not a load.
+        Recall uses full-text search alone until then rather than wait for the worker."""
+        return (
+            self.healthy
+            and not self.permanent_failure
+            and self._collection is not None
+            and embeddings.loaded()
+        )
+
+    def prefetch(self, text: str) -> bool:
+        """Start embedding query ``text`` in a thread of its own, so that the request's other
+        gardener work (ingest, eviction, full-text search) runs meanwhile on the other core;
+        ``query`` with the same text then waits for it, or finds it done. Only when the index
+        is ``ready`` (never starts a load). Returns whether the vector is on its way."""
+        text = text[:QUERY_EMBED_CHARS]
+        if not text.strip() or not self.ready:
+            return False
+        with self._query_lock:
+            if text in self._query_cache:
+                return True
+            future: Future = Future()
+            self._remember(text, future)
+
+        def run() -> None:
+            try:
+                future.set_result(embeddings.embed_array([text]))
+            except BaseException as err:  # noqa: BLE001 - handed to whoever waits
+                future.set_exception(err)
+
+        threading.Thread(target=run, name="gardener-query", daemon=True).start()
+        return True
+
+    def _query_vector(self, text: str) -> Any:
+        """The query's embedding, cached: the same request is recalled for RAG, for ``/tokens``'
+        preview and again on a retry, and ``prefetch`` may have started it. One embedding is
+        12-70 ms of one core (10-256 word pieces, torch bfloat16, measured)."""
+        with self._query_lock:
+            cached = self._query_cache.get(text)
+            if cached is not None:
+                self._query_cache.move_to_end(text)
+        if isinstance(cached, Future):
+            try:
+                return cached.result()
+            except Exception:
+                with self._query_lock:
+                    if self._query_cache.get(text) is cached:
+                        del self._query_cache[text]
+                raise
+        if cached is not None:
+            return cached
+        vector = embeddings.embed_array([text])
+        with self._query_lock:
+            self._remember(text, vector)
+        return vector
+
+    def _remember(self, text: str, value: Any) -> None:
+        self._query_cache[text] = value  # the caller holds _query_lock
+        self._query_cache.move_to_end(text)
+        while len(self._query_cache) > QUERY_CACHE:
+            self._query_cache.popitem(last=False)
 
     def delete_entries(self, ids: Sequence[str]) -> None:
         if not ids:

@@ -6,14 +6,30 @@ is a table, a crash or a restart loses nothing: the next session's worker finds 
 pending. Chunks whose text makes the model fail are marked -1 and never retried; chunks that
 could not be written because the vector backend is down stay pending until ``probe`` finds it
 back.
+
+The worker is a guest on the user's cores. It yields to the foreground three ways (issue 15,
+measured in ``bench run``'s ``gardener ms p95`` and ``tests/store/bench_worker.py``):
+
+* it pauses while a request is being prepared and sent (``foreground()``, entered by the
+  mixin's ``send_message``), checking between forward passes of at most ``BATCH_TOKENS`` word
+  pieces (~0.3 s of one core), not only between groups of 48 chunks (~2 s);
+* its thread runs at a lower OS priority (``NICE``, Linux per-thread ``setpriority``), so the
+  scheduler prefers Aider's threads when both want a core;
+* it does not embed every chunk: see ``EMBED_POLICY``.
+
+``stop()`` does not wait for a batch: the next forward pass boundary ends the worker, leaving
+the group pending for the next session (the queue is a table).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import re
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .vectors import VectorIndex
 
@@ -32,8 +48,117 @@ PROBE_INTERVAL = 30.0  # how often to knock on a vector server that went away
 WRITER_RETRY = 15.0  # how often a read-only session checks whether the writer has exited
 
 PENDING, INDEXED, FAILED = 0, 1, -1
+# Chunks the policy leaves to full-text search: never embedded (but kept, like every chunk).
+SKIPPED = 2
+# Which chunks get a vector. Log and structured outputs are found by their identifiers (paths,
+# error codes, ids), which FTS5 indexes for the whole original whatever happens here; their
+# vectors are what makes a 144k-token log ~50 s of one core. So only their first HEAD and last
+# TAIL chunks are embedded (the head says what ran, the tail how it ended), plus any chunk with
+# an error word in it; every other class (conversation, errors, code, edits) is embedded whole.
+# ``GARDENER_EMBED_POLICY`` overrides: ``all``, or ``HEAD,TAIL`` (``,noerrors``: without the
+# error chunks). Measured (``python -m bench.tool_probes``, ``bench.locomo_recall``,
+# ``bench run``) in the README's "Memory and CPU" section and in ``bench/tool_probes.py``.
+SPARSE_CLASSES = ("log", "structured")
+# A middle chunk holding one of these words is embedded anyway: "the database ran out of disk"
+# should find the one ERROR line in a long INFO log by meaning, not only by its words. Whole
+# words only (``-DHAVE_STRERROR`` is not an error).
+_ERROR_RE = re.compile(
+    r"\b(?:error|errors|fatal|exception|panic|panicked|traceback|failed|failure|critical)\b",
+    re.IGNORECASE,
+)
+EMBED_HEAD, EMBED_TAIL = 8, 2
+POLICY_ENV = "GARDENER_EMBED_POLICY"
+NICE = 10  # added to the worker thread's niceness (Linux: per thread)
+MAX_PAUSE = 60.0  # a request that takes longer (a long streamed reply) no longer holds it back
 # A queue this long is worth a word to the user (~25-40 chunks/s on one core: seconds of work).
 ANNOUNCE_CHUNKS = 40
+
+
+def embed_policy() -> tuple[int, int, bool] | None:
+    """(head, tail, keep_errors) for log/structured entries, or None to embed every chunk."""
+    raw = os.environ.get(POLICY_ENV, "").strip().lower()
+    if raw == "all":
+        return None
+    if raw:
+        try:
+            parts = raw.split(",")
+            head, tail = int(parts[0]), int(parts[1] if len(parts) > 1 else 0)
+            keep = not (len(parts) > 2 and parts[2].strip() == "noerrors")
+            return max(0, head), max(0, tail), keep
+        except ValueError:
+            log.warning(
+                "gardener: %s=%r is not 'all' or 'HEAD,TAIL[,noerrors]'; using the default",
+                POLICY_ENV,
+                raw,
+            )
+    return EMBED_HEAD, EMBED_TAIL, True
+
+
+class _Stopped(Exception):
+    """Raised at a forward-pass boundary when the worker is told to stop."""
+
+
+class Foreground:
+    """Process-wide: is a request being prepared or sent right now? The worker waits while it
+    is (at most ``MAX_PAUSE`` per wait); nested and concurrent ``busy()`` blocks count."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = 0
+        self.pauses = 0  # times a worker waited, for tests and benchmarks
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        with self._cond:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy -= 1
+                if self._busy <= 0:
+                    self._busy = 0
+                    self._cond.notify_all()
+
+    @property
+    def is_busy(self) -> bool:
+        return self._busy > 0
+
+    def wait_idle(self, stop: threading.Event, limit: float = MAX_PAUSE) -> None:
+        """Block while busy, until ``stop`` is set or ``limit`` seconds have passed."""
+        if not self._busy:
+            return
+        deadline = time.monotonic() + limit
+        with self._cond:
+            if self._busy:
+                self.pauses += 1
+            while self._busy and not stop.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(min(0.05, left))  # short: stop() does not notify this
+
+
+FOREGROUND = Foreground()
+
+
+def foreground() -> "contextlib.AbstractContextManager[None]":
+    """``with foreground():`` around work the user waits for: background embedding pauses."""
+    return FOREGROUND.busy()
+
+
+def lower_thread_priority(nice: int = NICE) -> bool:
+    """Raise the calling thread's niceness by ``nice`` (Linux schedules threads separately;
+    elsewhere this may apply to the whole process, so it is only done on Linux)."""
+    if not hasattr(os, "setpriority") or not os.uname().sysname == "Linux":
+        return False
+    try:
+        tid = threading.get_native_id()
+        now = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, now + nice))
+        return True
+    except OSError:
+        return False
 
 
 class EmbeddingWorker:
@@ -47,6 +172,7 @@ class EmbeddingWorker:
         self.embedded = 0  # chunks indexed by this worker, for stats and tests
         self.failed = 0
         self._thread: threading.Thread | None = None
+        self._runner: threading.Thread | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._batch_lock = threading.Lock()  # the thread and drain() never take the same rows
@@ -66,6 +192,7 @@ class EmbeddingWorker:
             return
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="gardener-embed", daemon=True)
+        self._runner = self._thread  # kept after stop(): _between() must still know its thread
         self._thread.start()
 
     def notify(self) -> None:
@@ -73,12 +200,14 @@ class EmbeddingWorker:
         self._wake.set()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stops after the group in progress (at most about two seconds of work)."""
+        """Stops at the next forward-pass boundary (a fraction of a second; it used to finish
+        its group of 48 chunks, up to ~2 s), leaving the group pending. A thread still loading
+        the model (seconds, not interruptible) is not waited for: it is a daemon."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(0.2 if self.model_state == "loading" else timeout)
         self.index.release_writer()
 
     @property
@@ -110,13 +239,18 @@ class EmbeddingWorker:
         pending."""
         with self._batch_lock:
             rows = self.store.pending_chunks(self.window)
+            if rows and self._apply_policy(rows):
+                rows = self.store.pending_chunks(self.window)
             if not rows:
                 return 0
             rows = sorted(rows, key=lambda r: len(r[2]))
             done = 0
             for start in range(0, len(rows), self.batch_size):
                 group = rows[start : start + self.batch_size]
-                ok, bad = self._embed(group)
+                try:
+                    ok, bad = self._embed(group)
+                except _Stopped:
+                    break  # the group stays pending
                 if not self.index.healthy:
                     break  # backend down mid-window: leave the rows pending for later
                 if bad:
@@ -130,19 +264,71 @@ class EmbeddingWorker:
                     break
             return done
 
-    def _embed(self, rows: Sequence[tuple[str, str, str]]) -> tuple[list[str], list[str]]:
+    def _apply_policy(self, rows: Sequence[tuple[str, str, str]]) -> int:
+        """Mark the pending chunks ``EMBED_POLICY`` leaves to full-text search as SKIPPED;
+        returns how many. Looks only when a row of ``rows`` could be one (n >= head)."""
+        policy = embed_policy()
+        if policy is None:
+            return 0
+        head, tail, keep_errors = policy
+        if not any(_chunk_n(r[0]) >= head for r in rows):
+            return 0
+        classes = ",".join("?" * len(SPARSE_CLASSES))
+        sql = (
+            "SELECT chunk_id, text FROM chunks WHERE embedded = 0 AND n >= ?"
+            f" AND entry_id IN (SELECT id FROM entries WHERE cls IN ({classes}))"
+            " AND n < (SELECT max(c2.n) FROM chunks c2 WHERE c2.entry_id = chunks.entry_id) + 1 - ?"
+        )
         try:
-            self.index.add([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+            middle = self.store.read(
+                lambda c: c.execute(sql, (head, *SPARSE_CLASSES, tail)).fetchall()
+            )
+            skip = [cid for cid, text in middle if not (keep_errors and _ERROR_RE.search(text))]
+            self.store.mark_chunks(skip, SKIPPED)
+            return len(skip)
+        except Exception as err:  # noqa: BLE001 - without the policy everything is embedded
+            self._log_once("policy", f"embedding policy not applied ({type(err).__name__}: {err})")
+            return 0
+
+    def _between(self) -> None:
+        """Called by the encoder between forward passes: stop, or wait out a foreground turn.
+        Only in the worker's own thread: ``drain()`` runs in the caller's, which is the
+        foreground."""
+        if threading.current_thread() is not self._runner:
+            return
+        if self._stop.is_set():
+            raise _Stopped()
+        FOREGROUND.wait_idle(self._stop)
+        if self._stop.is_set():
+            raise _Stopped()
+
+    def _add(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        ids, eids, texts = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+        try:
+            self.index.add(ids, eids, texts, between=self._between)
+        except TypeError as err:  # an index without ``between`` (a test double)
+            if "between" not in str(err):
+                raise
+            self.index.add(ids, eids, texts)
+
+    def _embed(self, rows: Sequence[tuple[str, str, str]]) -> tuple[list[str], list[str]]:
+        self._between()
+        try:
+            self._add(rows)
             return [r[0] for r in rows], []
+        except _Stopped:
+            raise
         except Exception as err:  # noqa: BLE001 - find the chunk that breaks the batch
             self._log_once("embed", f"embedding a batch failed ({type(err).__name__}: {err})")
         ok, bad = [], []
-        for cid, eid, text in rows:
+        for row in rows:
             try:
-                self.index.add([cid], [eid], [text])
-                ok.append(cid)
+                self._add([row])
+                ok.append(row[0])
+            except _Stopped:
+                raise
             except Exception:  # noqa: BLE001
-                bad.append(cid)
+                bad.append(row[0])
         return ok, bad
 
     # --- what the user sees ------------------------------------------------------------------
@@ -162,6 +348,7 @@ class EmbeddingWorker:
         mentioning, and the worker notes when the queue has drained. None when not."""
         if not self.alive or self.index.permanent_failure:
             return None
+        self._apply_policy([("x:%d" % (1 << 30), "", "")])  # what will not be embedded is not news
         pending = self.store.pending_count()
         if pending < ANNOUNCE_CHUNKS:
             return None
@@ -190,20 +377,20 @@ class EmbeddingWorker:
         if embeddings.loaded():
             self.model_state = "ready"
             self.index.warm()
+            if embeddings.preloading() and embeddings.claim_ready_note():
+                self._note_ready(embeddings.load_seconds())
             return
         self.model_state = "loading"
-        self._note(
-            "gardener: loading the embedding model in the background; /recall uses full-text"
-            " search until it is ready"
-        )
+        if not embeddings.preloading():  # else the start-up line said so already
+            self._note(
+                "gardener: loading the embedding model in the background; /recall uses"
+                " full-text search until it is ready"
+            )
         start = time.monotonic()
         ok = self.index.warm()
         self.model_state = "ready" if ok else "failed"
-        if ok:
-            self._note(
-                f"gardener: embedding model ready ({embeddings.backend() or 'loaded'},"
-                f" {time.monotonic() - start:.1f} s); /recall searches by meaning too"
-            )
+        if ok and embeddings.claim_ready_note():
+            self._note_ready(embeddings.load_seconds() or time.monotonic() - start)
         else:
             self._note(
                 "gardener: the embedding model could not be loaded"
@@ -211,7 +398,16 @@ class EmbeddingWorker:
                 " /recall uses full-text search only"
             )
 
+    def _note_ready(self, seconds: float) -> None:
+        from . import embeddings
+
+        self._note(
+            f"gardener: embedding model ready ({embeddings.backend() or 'loaded'},"
+            f" {seconds:.1f} s); /recall searches by meaning too"
+        )
+
     def _run(self) -> None:
+        lower_thread_priority()
         try:
             self._warm()
         except Exception as err:  # noqa: BLE001 - warm() should not raise; never kill the host
@@ -254,6 +450,13 @@ def announce(store: Any, tokens: int) -> str | None:
     """``EmbeddingWorker.announce`` for ``store``'s worker; None without one."""
     worker = getattr(store, "_worker", None)
     return worker.announce(tokens) if isinstance(worker, EmbeddingWorker) else None
+
+
+def _chunk_n(chunk_id: str) -> int:
+    try:
+        return int(chunk_id.rsplit(":", 1)[1])
+    except (IndexError, ValueError):
+        return 0
 
 
 def _fmt_k(n: int) -> str:

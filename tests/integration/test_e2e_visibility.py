@@ -162,17 +162,20 @@ def test_run_output_enters_within_max_output(workspace, script):
     assert "ERROR row 8 rejected" in original or "tests/test_m10.py::test_c10 FAILED" in original
 
 
-def test_background_model_load_and_indexing_are_announced(workspace):
+def test_background_model_load_and_indexing_are_announced(workspace, monkeypatch):
     """With vectors on, the user is told when the embedding model loads and is ready, and that a
     big output is being indexed and when that is done; always between Aider's lines (each note
-    is a line of its own, never inside the input prompt)."""
+    is a line of its own, never inside the input prompt). The model starts loading at start
+    (the start-up line says so); every chunk of the log is embedded here (by default only its
+    head and tail are, too few to announce: store/worker.py's EMBED_POLICY)."""
+    monkeypatch.setenv("GARDENER_EMBED_POLICY", "all")
     child = _spawn(workspace, "--gardener-vectors")
     screen = io.StringIO()
     child.logfile_read = screen
     ready = r"gardener: embedding model ready \([\w-]+, [\d.]+ s\)"
     done = r"gardener: background indexing done \(\d+ chunks in \d+ s\)"
     try:
-        child.expect(r"semantic recall \(model loads at the first message\)")
+        child.expect(r"semantic recall \(embedding model loading in the background; full-text")
         child.expect("> ")
         _ask(child, "what does parse do?")
         child.sendline("/run sh import.sh")
@@ -190,7 +193,7 @@ def test_background_model_load_and_indexing_are_announced(workspace):
     finally:
         child.close(force=True)
     text = screen.getvalue()
-    loading = text.find("gardener: loading the embedding model in the background")
+    loading = text.find("embedding model loading in the background")
     assert loading >= 0, text[-3000:]
     assert re.search(ready, text[loading:]) and re.search(done, text), text[-3000:]
     for line in re.findall(

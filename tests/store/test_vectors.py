@@ -267,3 +267,55 @@ def test_store_survives_the_server_going_away(tmp_path, server, caplog, monkeypa
         assert "vector" in hits[0].via
     finally:
         store.close()
+
+
+# --- issue 15: the query embedding ------------------------------------------------------------
+
+
+def test_a_prefetched_query_is_embedded_once_and_found_the_same(index, monkeypatch):
+    from aider_gardener.store import embeddings
+
+    _add_docs(index)
+    expected = index.query("how do we ship docker builds?", k=3)
+    calls: list[list[str]] = []
+    real = embeddings.embed_array
+
+    def counting(texts, *args, **kwargs):
+        calls.append(list(texts))
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(embeddings, "embed_array", counting)
+    assert index.ready
+    assert index.prefetch("which soup needs basil?")
+    first = index.query("which soup needs basil?", k=3)
+    again = index.query("which soup needs basil?", k=3)
+    assert first == again and first[0][1] == "cccc"
+    assert calls == [["which soup needs basil?"]]  # the prefetch's, nothing more
+    assert index.query("how do we ship docker builds?", k=3) == expected  # cached earlier
+    assert len(calls) == 1
+
+
+def test_a_long_query_is_embedded_from_its_head(index, monkeypatch):
+    from aider_gardener.store import embeddings
+    from aider_gardener.store.vectors import QUERY_EMBED_CHARS
+
+    _add_docs(index)
+    head = "why does parse_config raise TypeError for int and str? "
+    long_query = head + "x" * (QUERY_EMBED_CHARS * 3)
+    seen: list[str] = []
+    real = embeddings.embed_array
+    monkeypatch.setattr(
+        embeddings, "embed_array", lambda texts, *a, **k: seen.extend(texts) or real(texts, *a, **k)
+    )
+    hits = index.query(long_query, k=3)
+    assert hits[0][1] == "bbbb"
+    assert seen == [long_query[:QUERY_EMBED_CHARS]]
+
+
+def test_an_index_that_is_not_open_yet_is_not_ready_and_prefetches_nothing(tmp_path):
+    idx = open_index(tmp_path / "gs")
+    try:
+        assert not idx.ready  # nothing opened: a query now would open chromadb in the caller
+        assert idx.prefetch("anything") is False
+    finally:
+        idx.close()

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 import pytest
 
 from aider_gardener.store import Store
 from aider_gardener.store.vectors import open_index
-from aider_gardener.store.worker import FAILED, INDEXED, PENDING, EmbeddingWorker
+from aider_gardener.store.worker import (
+    FAILED,
+    FOREGROUND,
+    INDEXED,
+    NICE,
+    PENDING,
+    POLICY_ENV,
+    SKIPPED,
+    EmbeddingWorker,
+    foreground,
+)
 from aider_gardener.types import ContentClass, Source
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -34,7 +46,8 @@ def wait_for(predicate, timeout: float = 120.0) -> bool:
     return predicate()
 
 
-def test_drain_indexes_every_pending_chunk(tmp_path):
+def test_drain_indexes_every_pending_chunk(tmp_path, monkeypatch):
+    monkeypatch.setenv(POLICY_ENV, "all")
     with Store(tmp_path / "gs", maintenance_interval=None) as store:
         log = "".join(f"step {i}: compiled module_{i}.c with 0 warnings\n" for i in range(600))
         entries = [store.ingest(t, Source(role="user")) for t in NOTES]
@@ -202,3 +215,209 @@ def test_a_backend_lost_mid_window_keeps_the_rest_pending(tmp_path):
         assert worker.step() == 4
         assert store.pending_count() == 8
         assert worker.embedded == 4
+
+
+# --- issue 15: the worker yields to the foreground and embeds what the policy says ---------------
+
+
+class SlowIndex(FlakyIndex):
+    """A stand-in whose ``add`` runs ``passes`` forward passes, calling ``between`` before each,
+    as the real encoder does."""
+
+    def __init__(self, passes: int = 1, pause: float = 0.0) -> None:
+        super().__init__()
+        self.passes, self.pause = passes, pause
+        self.started = threading.Event()
+
+    def add(self, chunk_ids, entry_ids, texts, between=None):
+        for _ in range(self.passes):
+            if between is not None:
+                between()
+            self.started.set()
+            time.sleep(self.pause)
+        super().add(chunk_ids, entry_ids, texts)
+
+
+def test_the_worker_pauses_while_a_request_is_in_the_foreground(tmp_path):
+    with Store(tmp_path / "gs", vectors=False) as store:
+        worker = EmbeddingWorker(store, SlowIndex(), batch_size=4)
+        worker.model_state = "ready"
+        worker._warm = lambda: None
+        worker.start()
+        try:
+            with foreground():
+                for t in NOTES:
+                    store.ingest(t, Source(role="user"))
+                worker.notify()
+                time.sleep(1.0)  # ample time for the thread to have embedded everything
+                assert store.pending_count() == len(NOTES)  # ... but it waits for the turn
+                assert FOREGROUND.is_busy
+            assert wait_for(lambda: store.pending_count() == 0)  # and resumes after it
+            assert worker.embedded == len(NOTES)
+        finally:
+            worker.stop()
+
+
+def test_a_pause_waits_between_forward_passes_not_only_between_groups(tmp_path):
+    """A turn that starts while a group is being embedded holds the rest of that group."""
+    with Store(tmp_path / "gs", vectors=False) as store:
+        index = SlowIndex(passes=50, pause=0.02)
+        worker = EmbeddingWorker(store, index, batch_size=8)
+        worker._warm = lambda: None
+        store.ingest(NOTES[0], Source(role="user"))
+        worker.start()
+        try:
+            assert index.started.wait(60)
+            with foreground():
+                time.sleep(0.3)
+                before = index.started.is_set(), len(index.calls)
+                index.started.clear()
+                time.sleep(0.5)
+                assert not index.started.is_set()  # no forward pass ran during the turn
+                assert len(index.calls) == before[1] == 0
+            assert wait_for(lambda: store.pending_count() == 0)
+        finally:
+            worker.stop()
+
+
+def test_stop_ends_the_worker_at_a_forward_pass_and_leaves_the_group_pending(tmp_path):
+    with Store(tmp_path / "gs", vectors=False) as store:
+        index = SlowIndex(passes=10_000, pause=0.01)  # a "group" of minutes
+        worker = EmbeddingWorker(store, index, batch_size=8)
+        worker._warm = lambda: None
+        store.ingest(NOTES[0], Source(role="user"))
+        worker.start()
+        assert index.started.wait(60)
+        thread = worker._thread
+        worker.stop(timeout=30)
+        assert not thread.is_alive()  # stopped at a pass, long before the group's end
+        assert index.calls == [] and store.pending_count() == 1
+
+
+def test_the_worker_thread_runs_at_a_lower_os_priority(tmp_path):
+    if not hasattr(os, "getpriority") or os.uname().sysname != "Linux":
+        pytest.skip("per-thread priorities are a Linux feature")
+    seen: list[int] = []
+
+    class Probe(FlakyIndex):
+        def add(self, chunk_ids, entry_ids, texts, between=None):
+            seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            super().add(chunk_ids, entry_ids, texts)
+
+    with Store(tmp_path / "gs", vectors=False) as store:
+        worker = EmbeddingWorker(store, Probe())
+        worker._warm = lambda: None
+        store.ingest(NOTES[0], Source(role="user"))
+        worker.start()
+        try:
+            assert wait_for(lambda: bool(seen))
+        finally:
+            worker.stop()
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert seen[0] == min(19, mine + NICE)  # this (the foreground) thread is unchanged
+
+
+def _log(n: int) -> str:
+    return "".join(f"step {i}: compiled module_{i}.c with 0 warnings\n" for i in range(n))
+
+
+def test_the_policy_embeds_only_the_head_and_tail_of_logs(tmp_path, monkeypatch):
+    monkeypatch.setenv(POLICY_ENV, "2,1")
+    with Store(tmp_path / "gs", vectors=False) as store:
+        big = store.ingest(_log(600), Source(role="tool", command="make"), cls=ContentClass.LOG)
+        data = store.ingest(
+            '{"items": [' + ",".join(f'{{"id": {i}}}' for i in range(900)) + "]}",
+            Source(role="tool", command="curl"),
+            cls=ContentClass.STRUCTURED,
+        )
+        error = store.ingest(
+            "Traceback (most recent call last):\n" + _log(300) + "KeyError: 'user_id'\n",
+            Source(role="tool"),
+            cls=ContentClass.ERROR,
+        )
+        note = store.ingest(NOTES[0] * 40, Source(role="user"))
+        worker = EmbeddingWorker(store, FlakyIndex())
+        worker.drain()
+        rows = store.read(
+            lambda c: c.execute("SELECT entry_id, n, embedded FROM chunks ORDER BY 1, 2").fetchall()
+        )
+        by_entry: dict[str, list[int]] = {}
+        for eid, _n, state in rows:
+            by_entry.setdefault(eid, []).append(state)
+        for entry in (big, data):
+            states = by_entry[entry.id]
+            assert len(states) > 6
+            assert states[:2] == [INDEXED, INDEXED] and states[-1] == INDEXED
+            assert set(states[2:-1]) == {SKIPPED}
+        for entry in (error, note):  # every other class is embedded whole
+            assert len(by_entry[entry.id]) > 1 and set(by_entry[entry.id]) == {INDEXED}
+        assert store.pending_count() == 0
+        embedded = sum(1 for *_, s in rows if s == INDEXED)
+        assert worker.embedded == embedded
+        # what is not embedded is still found by its identifiers
+        hits = store.recall("module_301.c", limit=3, mode="fts")
+        assert hits and hits[0].entry_id == big.id
+
+
+def test_announce_counts_only_what_the_policy_embeds(tmp_path, monkeypatch):
+    monkeypatch.setenv(POLICY_ENV, "2,1")
+    with Store(tmp_path / "gs", vectors=False) as store:
+        store.ingest(_log(3000), Source(role="tool", command="make"), cls=ContentClass.LOG)
+        worker = EmbeddingWorker(store, FlakyIndex())
+        worker._thread = threading.current_thread()  # "alive", without a thread embedding
+        assert worker.announce(40_000) is None  # 3 chunks to embed: nothing to wait for
+        assert store.pending_count() == 3
+        monkeypatch.setenv(POLICY_ENV, "all")
+        store.ingest(_log(3001), Source(role="tool", command="make"), cls=ContentClass.LOG)
+        assert "indexing" in (worker.announce(40_000) or "")
+
+
+def test_recall_does_not_wait_for_a_model_that_is_still_loading(tmp_path):
+    """Until the worker has the model and the collection, recall is full text: a vector query
+    would wait for the load (seconds)."""
+
+    class Loading:
+        healthy, ready, permanent_failure = True, False, None
+
+        def query(self, *args, **kwargs):
+            raise AssertionError("recall waited for the vector index")
+
+    class Alive:
+        alive = True
+
+    with Store(tmp_path / "gs", vectors=False) as store:
+        entry = store.ingest(NOTES[2], Source(role="tool"))
+        store.vectors, store._worker = Loading(), Alive()
+        try:
+            hits = store.recall("KeyError user_id profile", limit=3)
+        finally:
+            store.vectors = store._worker = None
+        assert [h.entry_id for h in hits] == [entry.id] and hits[0].via == "fts"
+
+
+def test_the_policy_embeds_a_middle_chunk_with_an_error_in_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(POLICY_ENV, "1,1")
+    text = _log(600).replace(
+        "step 300: compiled module_300.c with 0 warnings\n",
+        "step 300: ERROR could not extend file: disk quota exceeded on /var/lib/postgres\n",
+    )
+    with Store(tmp_path / "gs", vectors=False) as store:
+        entry = store.ingest(text, Source(role="tool", command="make"), cls=ContentClass.LOG)
+        EmbeddingWorker(store, FlakyIndex()).drain()
+        rows = store.read(
+            lambda c: c.execute(
+                "SELECT n, embedded, text FROM chunks WHERE entry_id = ? ORDER BY n", (entry.id,)
+            ).fetchall()
+        )
+        embedded = [n for n, state, _ in rows if state == INDEXED]
+        with_error = [n for n, _, t in rows if "disk quota exceeded" in t]
+        assert embedded == sorted({0, rows[-1][0], *with_error}) and len(rows) > 4
+        monkeypatch.setenv(POLICY_ENV, "1,1,noerrors")
+        again = store.ingest(text + "done\n", Source(role="tool"), cls=ContentClass.LOG)
+        EmbeddingWorker(store, FlakyIndex()).drain()
+        states = store.read(
+            lambda c: c.execute(
+                "SELECT embedded FROM chunks WHERE entry_id = ? ORDER BY n", (again.id,)
+            ).fetchall()
+        )
+        assert [s for (s,) in states].count(INDEXED) == 2

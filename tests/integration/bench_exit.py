@@ -1,0 +1,65 @@
+"""``/exit`` -> process end, and start -> first prompt, of the real CLI in a terminal (issue 15).
+
+Goal: ``/exit`` <= 1 s with vectors on (it took 3-5 s, Aider alone 0.5 s). Each round starts
+``aider-gardener`` against the stub model (terminal.py), runs a 1,500-line log through ``/run``
+(so the embedder has work queued when the user leaves), then times ``/exit`` until the process
+has ended. Cases, side by side in one run:
+
+* ``off``: ``--gardener-mode off``, plain Aider;
+* ``rag``: the default mode with vectors on, as users run it;
+* ``rag-interpreter-exit``: the same with ``GARDENER_FAST_EXIT=0`` (the interpreter's own
+  teardown instead of ``main.fast_exit``).
+
+Run: ``.venv/bin/pytest tests/integration/bench_exit.py --benchmark-only -s`` (5 rounds each;
+medians and p95 in the table, start-up times in extra_info and on stdout).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+from .terminal import spawn  # noqa: E402
+
+CASES = {
+    "off": (["--gardener-mode", "off"], {}),
+    "rag": (["--gardener-vectors"], {}),
+    "rag-interpreter-exit": (["--gardener-vectors"], {"GARDENER_FAST_EXIT": "0"}),
+}
+ROUNDS = 5
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_exit_time(benchmark, workspace, monkeypatch, case):
+    args, env = CASES[case]
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    starts: list[float] = []
+    state: dict = {}
+
+    def setup():
+        t0 = time.perf_counter()
+        child = spawn(workspace, *args)
+        child.expect("\n> ")
+        starts.append(time.perf_counter() - t0)
+        child.sendline("/run sh import.sh")
+        child.expect("\n> ", timeout=120)
+        state["child"] = child
+        return (child,), {}
+
+    def leave(child):
+        child.sendline("/exit")
+        child.expect(pexpect.EOF, timeout=60)
+        child.close()
+
+    benchmark.pedantic(leave, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=0)
+    starts.sort()
+    benchmark.extra_info["start_to_prompt_median_s"] = round(starts[len(starts) // 2], 2)
+    data = sorted(benchmark.stats.stats.data)
+    print(
+        f"\n{case}: /exit median {data[len(data) // 2]:.2f} s, max {data[-1]:.2f} s;"
+        f" start to prompt median {starts[len(starts) // 2]:.2f} s"
+    )
