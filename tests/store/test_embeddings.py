@@ -281,6 +281,7 @@ def test_auto_backend_follows_the_cpu(fresh_load):
 
 
 def test_a_failing_export_falls_back_to_torch(fresh_load, tmp_path):
+    fresh_load.setattr(embeddings, "EXPORT_ISOLATED", False)  # the broken exporter is this one
     fresh_load.setenv(embeddings.BACKEND_ENV, "onnx")
     embeddings._cache_dir = tmp_path / "empty"
 
@@ -296,6 +297,7 @@ def test_a_failing_export_falls_back_to_torch(fresh_load, tmp_path):
 
 def test_a_bad_export_is_discarded(fresh_load, tmp_path, monkeypatch):
     folder = tmp_path / "bad"
+    monkeypatch.setattr(embeddings, "EXPORT_ISOLATED", False)
     monkeypatch.setattr(embeddings, "EXPORT_MIN_COSINE", 1.01)  # no export can pass this
     with pytest.raises(RuntimeError, match="differs from the model"):
         embeddings.OnnxEncoder.open(folder)
@@ -309,9 +311,94 @@ def test_prefer_bf16_respects_the_dtype_setting(monkeypatch):
     assert embeddings._prefer_torch_bf16() is True
 
 
+def test_auto_is_onnx_even_where_the_cpu_has_bfloat16(fresh_load, monkeypatch):
+    """torch in bfloat16 is faster there but costs a session ~300 MB (issue 15): only by name."""
+    import builtins
+
+    real_open = builtins.open
+
+    def cpuinfo_with_bf16(path, *args, **kwargs):
+        if str(path) == "/proc/cpuinfo":
+            import io
+
+            return io.StringIO("flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_bf16\n")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", cpuinfo_with_bf16)
+    monkeypatch.delenv(embeddings.DTYPE_ENV, raising=False)
+    fresh_load.setenv(embeddings.BACKEND_ENV, "auto")
+    assert embeddings._prefer_torch_bf16() is False
+    assert isinstance(embeddings.load(), embeddings.OnnxEncoder)
+    assert embeddings.backend() == "onnx"
+
+
+def test_onnx_weights_are_not_prepacked_by_default(onnx_dir, monkeypatch):
+    """Prepacking keeps a second copy of the MatMul weights (~26 MB of a session's RSS)."""
+    entry = "session.disable_prepacking"
+    encoder = embeddings.OnnxEncoder.open(onnx_dir)
+    assert encoder.session.get_session_options().get_session_config_entry(entry) == "1"
+    monkeypatch.setattr(embeddings, "ONNX_PREPACK", True)
+    packed = embeddings.OnnxEncoder.open(onnx_dir)
+    with pytest.raises(RuntimeError, match="does not have configuration"):
+        packed.session.get_session_options().get_session_config_entry(entry)
+    texts = ["the build failed", "a long log line about a failing build " * 40]
+    assert np.allclose(packed.encode(texts), encoder.encode(texts), atol=1e-5)
+
+
+def test_onnx_passes_stay_within_their_own_budget(onnx_dir, monkeypatch):
+    """ONNX Runtime's arena keeps the largest pass's activations: its passes are small."""
+    encoder = embeddings.OnnxEncoder.open(onnx_dir)
+    assert encoder.batch_tokens() == embeddings.ONNX_BATCH_TOKENS < embeddings.BATCH_TOKENS
+    shapes: list[tuple[int, int]] = []
+    real = type(encoder).forward
+
+    def spy(self, ids, mask):
+        shapes.append(ids.shape)
+        return real(self, ids, mask)
+
+    monkeypatch.setattr(type(encoder), "forward", spy)
+    texts = [f"the build of module_{i} failed with error E{i:04d}" for i in range(40)]
+    texts += ["a long log line about a failing build " * 40] * 3
+    got = encoder.encode(texts)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
+    assert len(shapes) > 3
+    assert all(rows * width <= embeddings.ONNX_BATCH_TOKENS for rows, width in shapes), shapes
+    monkeypatch.setattr(embeddings, "ONNX_BATCH_TOKENS", embeddings.BATCH_TOKENS)
+    assert np.allclose(encoder.encode(texts), got, atol=1e-5)  # the budget changes no vector
+
+
 def test_odd_inputs_still_give_unit_vectors(model):
     texts = ["", " ", "\x00\x01\ufffd\ufffd", "\x1b[31mred\x1b[0m", "a" * 1_000_000, "🙂" * 500]
     v = embed_array(texts)
     assert v.shape == (len(texts), DIMENSIONS)
     assert np.isfinite(v).all()
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-3)
+
+
+def test_the_export_runs_in_a_child_so_the_session_never_imports_torch(tmp_path):
+    """The first session of a project exports the model; torch (~600 MB) stays out of it."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys; from pathlib import Path; from aider_gardener.store import embeddings;"
+        " enc = embeddings.OnnxEncoder.open(Path(sys.argv[1]));"
+        " v = enc.encode(['the build failed']);"
+        " print(json.dumps({'torch': 'torch' in sys.modules, 'shape': list(v.shape)}))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out == {"torch": False, "shape": [1, DIMENSIONS]}
+    assert [f.name for f in tmp_path.glob("*.onnx")] == [embeddings.onnx_filename()]
+
+
+def test_a_failed_child_export_raises_so_load_falls_back(monkeypatch, tmp_path):
+    import sys
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    with pytest.raises(RuntimeError, match="ONNX export could not run"):
+        embeddings.OnnxEncoder.open(tmp_path / "models")
+    assert not list((tmp_path / "models").glob("*.onnx"))
