@@ -67,6 +67,10 @@ _ERROR_RE = re.compile(
     re.IGNORECASE,
 )
 EMBED_HEAD, EMBED_TAIL = 8, 2
+# System logs carry an error word on every other line (HDFS "Got exception", sshd "error:"): the
+# first this many error chunks of an entry are embedded, the rest are left to full text, which
+# bounds a log's embedding at 26 chunks (~1 s of one core) whatever its size.
+MAX_ERROR_CHUNKS = 16
 POLICY_ENV = "GARDENER_EMBED_POLICY"
 NICE = 10  # added to the worker thread's niceness (Linux: per thread)
 MAX_PAUSE = 60.0  # a request that takes longer (a long streamed reply) no longer holds it back
@@ -283,7 +287,14 @@ class EmbeddingWorker:
             middle = self.store.read(
                 lambda c: c.execute(sql, (head, *SPARSE_CLASSES, tail)).fetchall()
             )
-            skip = [cid for cid, text in middle if not (keep_errors and _ERROR_RE.search(text))]
+            kept: dict[str, int] = {}  # entry id -> error chunks kept
+            skip = []
+            for cid, text in sorted(middle, key=lambda r: (r[0].rsplit(":", 1)[0], _chunk_n(r[0]))):
+                eid = cid.rsplit(":", 1)[0]
+                if keep_errors and kept.get(eid, 0) < MAX_ERROR_CHUNKS and _ERROR_RE.search(text):
+                    kept[eid] = kept.get(eid, 0) + 1
+                else:
+                    skip.append(cid)
             self.store.mark_chunks(skip, SKIPPED)
             return len(skip)
         except Exception as err:  # noqa: BLE001 - without the policy everything is embedded

@@ -421,3 +421,25 @@ def test_the_policy_embeds_a_middle_chunk_with_an_error_in_it(tmp_path, monkeypa
             ).fetchall()
         )
         assert [s for (s,) in states].count(INDEXED) == 2
+
+
+def test_error_chunks_of_one_entry_are_capped(tmp_path, monkeypatch):
+    """A system log with an error word on every line is not embedded whole for it."""
+    from aider_gardener.store import worker as worker_mod
+
+    monkeypatch.setenv(POLICY_ENV, "1,1")
+    monkeypatch.setattr(worker_mod, "MAX_ERROR_CHUNKS", 3)
+    text = "".join(
+        f"WARN DataNode: Got exception while serving blk_{i} to /10.0.0.{i % 250}\n"
+        for i in range(800)
+    )
+    with Store(tmp_path / "gs", vectors=False) as store:
+        entry = store.ingest(text, Source(role="tool"), cls=ContentClass.LOG)
+        EmbeddingWorker(store, FlakyIndex()).drain()
+        rows = store.read(
+            lambda c: c.execute(
+                "SELECT n, embedded FROM chunks WHERE entry_id = ? ORDER BY n", (entry.id,)
+            ).fetchall()
+        )
+        assert len(rows) > 10
+        assert [n for n, s in rows if s == INDEXED] == [0, 1, 2, 3, rows[-1][0]]
