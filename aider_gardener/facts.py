@@ -32,7 +32,9 @@ codes and frames must appear verbatim.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 KINDS = (
     "failing_tests",
@@ -199,16 +201,49 @@ def is_library(line: str) -> bool:
     return any(x in low for x in _LIB_MAYBE) and bool(LIBRARY_PATH.search(line))
 
 
+_T = TypeVar("_T")
+_SCANS: ContextVar[dict | None] = ContextVar("fact_scans", default=None)
+
+
+@contextmanager
+def shared_scans() -> Iterator[None]:
+    """Within: a whole-text scan (``ref_lines``, ``code_matches``) runs once per text. The log
+    compressor and the pipeline's fact net (``keep_facts``) scan the same 1.5 MB text for the
+    same anchors; the results live only as long as the block (one ``pipeline.compress``), in
+    this thread's context."""
+    token = _SCANS.set({})
+    try:
+        yield
+    finally:
+        _SCANS.reset(token)
+
+
+def _scan(fn: Callable[[str], _T], text: str) -> _T:
+    cache = _SCANS.get()
+    if cache is None:
+        return fn(text)
+    hit = cache.get(fn)
+    if hit is not None and (hit[0] is text or hit[0] == text):
+        return hit[1]
+    out = fn(text)
+    cache[fn] = (text, out)
+    return out
+
+
 # a path:line reference ends with an extension and a number; ``File "`` is found by ``find``
 # (an alternation of the two would defeat the regex engine's scan for the literal dot)
 _PATH_ANCHOR = re.compile(r"\.[A-Za-z]{1,5}(?:[:(]|:\[)\d")
 _DIGIT_RUN = re.compile(r"\d*")
 
 
-def ref_lines(text: str) -> list[tuple[int, int, int, int]]:
+def ref_lines(text: str) -> tuple[tuple[int, int, int, int], ...]:
     """``(start, end, lo, hi)`` of each line that may hold a ``path:line`` reference or a Python
     frame, in order: ``text[lo:hi]`` is where ``PATH_LINE`` can match (``lo == hi`` when only a
     ``File "`` is there), see ``path_refs``."""
+    return _scan(_ref_lines, text)
+
+
+def _ref_lines(text: str) -> tuple[tuple[int, int, int, int], ...]:
     spans: dict[int, list[int]] = {}
     for a in _PATH_ANCHOR.finditer(text):
         start = text.rfind("\n", 0, a.start()) + 1
@@ -228,7 +263,7 @@ def ref_lines(text: str) -> list[tuple[int, int, int, int]]:
         span = spans[start]
         lo, hi = _ref_window(text, start, end, span[0], span[1]) if span else (start, start)
         out.append((start, end, lo, hi))
-    return out
+    return tuple(out)
 
 
 def _ref_window(text: str, start: int, end: int, first: int, last: int) -> tuple[int, int]:
@@ -341,11 +376,15 @@ _CAPS_DIGITS = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789?", b"A" * 
 _CAP_3DIGITS = re.compile(b"A000")
 
 
-def code_matches(text: str) -> list[re.Match]:
-    """``list(_CODE_ANY.finditer(text))``, found ten times faster: a pattern starting with a
+def code_matches(text: str) -> tuple[re.Match, ...]:
+    """``tuple(_CODE_ANY.finditer(text))``, found ten times faster: a pattern starting with a
     class is tried at every capital of a 1.5 MB log, while a capital followed by three digits is
     one literal in the text mapped to character kinds (one byte per character, so positions
     agree); the regex then runs only there, from the first of at most four capitals."""
+    return _scan(_code_matches, text) if len(text) > 4096 else _code_matches(text)
+
+
+def _code_matches(text: str) -> tuple[re.Match, ...]:
     kinds = text.encode("ascii", "replace").translate(_CAPS_DIGITS)
     out = []
     for hit in _CAP_3DIGITS.finditer(kinds):
@@ -356,7 +395,7 @@ def code_matches(text: str) -> list[re.Match]:
         m = _CODE_ANY.match(text, p)
         if m:
             out.append(m)
-    return out
+    return tuple(out)
 
 
 def _lines_of(text: str, hits: list[re.Match]) -> str:
@@ -563,7 +602,7 @@ def line_facts(line: str, messages: bool = True) -> list[str]:
     out += [m.group(0) for m in PY_FRAME.finditer(line)] if 'File "' in line else []
     if "called by" in line:  # Class.method:line, the package is no fact
         out += [f"{m.group(1)}:{m.group(2)}" for m in CALLED_BY_FRAME.finditer(line)]
-    out += [m.group() for m in _CODE_ANY.finditer(line) if _CODE_NUM_OK.fullmatch(m.group())]
+    out += [m.group() for m in _code_matches(line) if _CODE_NUM_OK.fullmatch(m.group())]
     out += _ERRNO.findall(line) if "E" in line else []
     if "clippy" in line:
         out += [a or b for a, b in _CLIPPY.findall(line)]

@@ -58,6 +58,16 @@ def compress(
 
     ``cls`` forces one class for the whole input (the CLI's ``--class``).
     """
+    with facts.shared_scans():  # the log compressor and the fact net scan the same text once
+        return _compress(data, source, opts, cls)
+
+
+def _compress(
+    data: str | bytes,
+    source: Source | None,
+    opts: CompressOptions | None,
+    cls: ContentClass | None,
+) -> CompressionResult:
     opts = opts or CompressOptions(source=source or Source())
     source = source or opts.source
     decoded = decode(data)

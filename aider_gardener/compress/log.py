@@ -152,6 +152,9 @@ _EXT = (
 )
 _REF_ANCHOR = re.compile(r"\." + _EXT + r"(?::(\d+)(?::\d+)?|\((\d+)(?:,\s*\d+)?\))")
 _EXT_SET = frozenset(_EXT[3:-1].split("|"))
+# every line _REF_ANCHOR matches, and a few more (_refs finds nothing there): a literal dot then
+# one class, where the alternation of 90 extensions is tried at every dot of a build log
+_REF_HINT = re.compile(r"\.[A-Za-z0-9]{1,7}[:(]\d")
 _PYFILE = re.compile(r'File "([^"]+)", line (\d+)')
 _PATH_RUN = re.compile(r"[^\s\"'()\[\]<>,;=|`:]*")  # matched on the reversed line, from the dot
 _LIB_MARKERS = (
@@ -312,7 +315,7 @@ class _Compressor:
         listings, repeated progress lines) state no facts of their own."""
         facts: dict[int, tuple[str, ...]] = {}
         candidates = {
-            bisect.bisect_right(self.starts, m.start()) - 1 for m in _REF_ANCHOR.finditer(self.norm)
+            bisect.bisect_right(self.starts, m.start()) - 1 for m in _REF_HINT.finditer(self.norm)
         }
         candidates |= self._line_hits(('File "',), lower=False)
         for i in candidates:
@@ -342,7 +345,7 @@ class _Compressor:
         found: dict[int, tuple[str, ...]] = {}
         starts = self.starts
         cand = self._line_hits(_SHARED_NEEDLES, lower=False)
-        for m in shared.code_matches(self.norm) + list(shared._ERRNO.finditer(self.norm)):
+        for m in shared.code_matches(self.norm) + tuple(shared._ERRNO.finditer(self.norm)):
             cand.add(bisect.bisect_right(starts, m.start()) - 1)
         cand.update(bisect.bisect_right(starts, r[0]) - 1 for r in shared.ref_lines(self.norm))
         # kubectl's pods that are not fine: facts of table rows with no marker (eslint's rule
