@@ -10,6 +10,7 @@ the end of the history chunk, in a *new* list: the shared ``done_messages`` is n
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from ..tokens import count_tokens
@@ -32,6 +33,11 @@ REPLY = "Ok, I will use that context if it is relevant."
 
 
 QUERY_CHARS = 4000
+# "1": embed the query in a thread of its own at the start of the request (``prefetch``). Off:
+# measured side by side with two other jobs on the 2 cores (load ~4; ``bench run replays/`` + 10
+# real sessions, two alternating runs each), gardener ms p50/p95 were 26.9/158 and 19.7/133 with
+# it, 23.3/129 and 25.3/125 without: with no idle core, a second thread only competes.
+PREFETCH_ENV = "GARDENER_QUERY_PREFETCH"
 
 
 def _mode(store: Any = None) -> str:
@@ -48,11 +54,14 @@ def _mode(store: Any = None) -> str:
 
 def prefetch(session: GardenerSession, query: str) -> bool:
     """At the start of a request: embed its query on the other core while the gardener ingests
-    and evicts (issue 15: the query embedding was most of a turn's gardener time in rag mode).
-    Nothing when the model is not ready yet: recall is full text then."""
+    and evicts (the query embedding is 12-70 ms of a turn in rag mode). Off unless
+    ``GARDENER_QUERY_PREFETCH=1`` (see there). Nothing when the model is not ready yet: recall is
+    full text then."""
     store = session.store
     index = getattr(store, "vectors", None)
     if index is None or not query.strip() or session.config.rag_tokens <= 0:
+        return False
+    if os.environ.get(PREFETCH_ENV, "0") != "1":
         return False
     return bool(index.prefetch(query[:QUERY_CHARS]))
 

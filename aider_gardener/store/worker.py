@@ -53,11 +53,29 @@ SKIPPED = 2
 # Which chunks get a vector. Log and structured outputs are found by their identifiers (paths,
 # error codes, ids), which FTS5 indexes for the whole original whatever happens here; their
 # vectors are what makes a 144k-token log ~50 s of one core. So only their first HEAD and last
-# TAIL chunks are embedded (the head says what ran, the tail how it ended), plus any chunk with
-# an error word in it; every other class (conversation, errors, code, edits) is embedded whole.
-# ``GARDENER_EMBED_POLICY`` overrides: ``all``, or ``HEAD,TAIL`` (``,noerrors``: without the
-# error chunks). Measured (``python -m bench.tool_probes``, ``bench.locomo_recall``,
-# ``bench run``) in the README's "Memory and CPU" section and in ``bench/tool_probes.py``.
+# TAIL chunks are embedded (the head says what ran, the tail how it ended), plus the first
+# MAX_ERROR_CHUNKS chunks with an error word in them (a paraphrase finds the one ERROR line of
+# an INFO log, and RAG shows that chunk as the excerpt of a summarized entry); every other class
+# (conversation, errors, code, edits) is embedded whole. ``GARDENER_EMBED_POLICY`` overrides:
+# ``all``, or ``HEAD,TAIL`` (``,noerrors``: without the error chunks).
+#
+# Measured with ``python -m bench.tool_probes`` (the 14 shared tool outputs, 2.5 MB, in a
+# 50-turn chat; 20 questions about old outputs; 2 busy cores, one embedding thread):
+#
+#   policy               chunks embedded   drain CPU   recall@5 hybrid (FTS5 alone)
+#   all                  2,535             149 s       20/20 (20/20)
+#   16,4 + all errors    959               52 s        20/20
+#   8,2 + all errors     898               48 s        20/20
+#   8,2 + 16 errors      472               24 s        20/20   <- the default
+#   8,2, no errors       417               20 s        20/20
+#   2,1 + all errors     849               45 s        20/20
+#
+# Recall is the same for every policy: a big log is found as an entry by its words, and every
+# question here shares a word with its answer's output, so FTS5 alone finds them all; what the
+# vectors of its middle chunks add is the paraphrase (``tests/store/test_recall.py``: "the
+# database server ran out of storage space" -> "disk quota exceeded"), which the error chunks
+# keep. LoCoMo is conversation turns, which every policy embeds whole; the replay probes
+# (``bench run replays/`` + 10 real sessions) were 35/37 at recall@5 before and after.
 SPARSE_CLASSES = ("log", "structured")
 # A middle chunk holding one of these words is embedded anyway: "the database ran out of disk"
 # should find the one ERROR line in a long INFO log by meaning, not only by its words. Whole
