@@ -24,8 +24,11 @@ planned by token length, and sentence-transformers' mean pooling and normalisati
   the largest activations a pass ever needed, ~120 MB at 2048, and 256 is as fast or faster.
   Measured with ``python -m bench.embedders`` (issue 15; one thread, medians): a process with a
   store, embedded chromadb and the model, after embedding 200 chat turns and a recall, peaks
-  ~200 MB above the same process without vectors, against ~270 MB for ONNX at 2048 and ~550 MB
-  for torch in bfloat16. Any export or ONNX Runtime failure falls back to torch.
+  ~200 MB above the same process without vectors, against ~275 MB for ONNX at 2048 and ~575 MB
+  for torch in bfloat16. A real session (the stub-model terminal of tests/integration, two
+  messages, VmHWM) peaks at 528 MB, against 795-800 MB with torch and 341 MB without vectors.
+  The export runs in a child interpreter (``_export_in_child``), so no session imports torch.
+  Any export or ONNX Runtime failure falls back to torch.
 
 Where the time goes (one thread of a 2-core EPYC with AVX512-BF16, measured with
 ``tests/store/bench_vectors.py``): a full-size chunk is 256 word pieces, ~6 GFLOP, of which the
@@ -97,9 +100,11 @@ BATCH_TOKENS = 2048
 # ever needed for the rest of the session, ~120 MB of RSS at 2048 and ~0 at 256 (one full-size
 # chunk), which is no slower (bench.embedders: 15.7 vs 12.8 full-size, 81 vs 68 chat-size/s).
 ONNX_BATCH_TOKENS = 256
-# ONNX Runtime re-lays the MatMul weights out for its kernels at load, a second copy: ~26 MB of
-# a session's RSS for 5-7 % more speed (bench.embedders). Off: the memory goal comes first.
-ONNX_PREPACK = False
+# ONNX Runtime re-lays the MatMul weights out for its kernels at load. Turning that off saves
+# ~26 MB of steady RSS but not of the peak (loading the file peaks higher either way: store
+# process 373 vs 373 MB, a real session 528 vs 527-541 MB) and costs 3-5 % speed
+# (bench.embedders), so it stays on.
+ONNX_PREPACK = True
 BATCH_SIZE = 256  # at most this many texts per forward pass, however short
 # A batch is cut where padding would exceed this share of its real tokens: a few short texts
 # are not padded to the length of a long one just because the budget has room for all.
