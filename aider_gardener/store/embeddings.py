@@ -26,7 +26,7 @@ planned by token length, and sentence-transformers' mean pooling and normalisati
   store, embedded chromadb and the model, after embedding 200 chat turns and a recall, peaks
   ~200 MB above the same process without vectors, against ~275 MB for ONNX at 2048 and ~575 MB
   for torch in bfloat16. A real session (the stub-model terminal of tests/integration, two
-  messages, VmHWM) peaks at 528 MB, against 795-800 MB with torch and 341 MB without vectors.
+  messages, VmHWM) peaks at 527-541 MB, against 795-800 MB with torch, 341 MB without vectors.
   The export runs in a child interpreter (``_export_in_child``), so no session imports torch.
   Any export or ONNX Runtime failure falls back to torch.
 
