@@ -191,7 +191,7 @@ class VectorIndex:
         if entry_filter is not None:
             clauses.append({"entry_id": {"$in": list(entry_filter)}})
         if exclude:
-            clauses.append({"entry_id": {"$nin": list(exclude)}})
+            clauses.append({"entry_id": {"$nin": list(exclude)}})  # codespell:ignore nin
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
         try:
             res = col.query(
