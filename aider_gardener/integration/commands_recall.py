@@ -124,15 +124,11 @@ class RecallCommands:
 
     def cmd_recall(self, args):
         "Search the gardener store: /recall QUERY|ID... [--add] [--full] (see /show)"
-        flags, words = _split(args)
-        if not words:
-            self.io.tool_error(
-                "Usage: /recall QUERY [--add]  |  /recall ID [ID ...] [--add]  |  /recall ID --full"
-            )
+        usage = "Usage: /recall QUERY [--add]  |  /recall ID [ID ...] [--add]  |  /recall ID --full"
+        got = self._words_and_store(args, usage)
+        if got is None:
             return
-        store = self._store()
-        if store is None:
-            return
+        flags, words, store = got
         entries = self._entries_by_id(store, words)
         if entries is None:  # a search
             query = " ".join(words)
@@ -336,13 +332,12 @@ class RecallCommands:
 
     def cmd_show(self, args):
         "Print a stored original in full: /show ID [--all] (long ones go through your pager)"
-        flags, words = _split(args)
-        if not words:
-            self.io.tool_error("Usage: /show ID [--all]  (the id from /recall or an id=… handle)")
+        got = self._words_and_store(
+            args, "Usage: /show ID [--all]  (the id from /recall or an id=… handle)"
+        )
+        if got is None:
             return
-        store = self._store()
-        if store is None:
-            return
+        flags, words, store = got
         for w in words:
             entry = self._known(store, w)
             if entry is not None and not entry.active:
@@ -394,15 +389,12 @@ class RecallCommands:
 
     def cmd_forget(self, args):
         "Hide a stored entry and its copies from recall: /forget ID (/forget --undo ID restores)"
-        flags, words = _split(args)
-        if not words:
-            self.io.tool_error("Usage: /forget ID [ID ...]  |  /forget --undo ID")
+        got = self._words_and_store(args, "Usage: /forget ID [ID ...]  |  /forget --undo ID")
+        if got is None:
             return
+        flags, words, store = got
         if "--undo" in flags:
             return self.cmd_restore(" ".join(words))
-        store = self._store()
-        if store is None:
-            return
         for w in words:
             entry = self._known(store, w)
             if entry is None:
@@ -425,13 +417,10 @@ class RecallCommands:
 
     def cmd_restore(self, args):
         "Bring back an entry /forget hid (and its copies): /restore ID"
-        _flags, words = _split(args)
-        if not words:
-            self.io.tool_error("Usage: /restore ID [ID ...]")
+        got = self._words_and_store(args, "Usage: /restore ID [ID ...]")
+        if got is None:
             return
-        store = self._store()
-        if store is None:
-            return
+        _flags, words, store = got
         for w in words:
             entry = self._known(store, w)
             if entry is None:
@@ -448,6 +437,16 @@ class RecallCommands:
                 f"Restored {them}; recall shows {'them' if copies else 'it'} again."
             )
 
+    def _words_and_store(self, args: str, usage: str) -> tuple[set[str], list[str], Any] | None:
+        """The start every id command shares: flags and words, the usage text when there are no
+        words, then the store (``_store`` says so when it is unavailable)."""
+        flags, words = _split(args)
+        if not words:
+            self.io.tool_error(usage)
+            return None
+        store = self._store()
+        return None if store is None else (flags, words, store)
+
     def _known(self, store: Any, word: str) -> Any:
         entry = store.get(word) if ENTRY_ID.match(word) else None
         if entry is None:
@@ -456,13 +455,12 @@ class RecallCommands:
 
     def cmd_pin(self, args):
         "Pin a stored entry by id: it is never evicted and never expires"
-        _flags, words = _split(args)
-        if not words:
-            self.io.tool_error("Usage: /pin ID  (the id from a [full output stored: id=…] line)")
+        got = self._words_and_store(
+            args, "Usage: /pin ID  (the id from a [full output stored: id=…] line)"
+        )
+        if got is None:
             return
-        store = self._store()
-        if store is None:
-            return
+        _flags, words, store = got
         for entry_id in words:
             entry = self._known(store, entry_id)
             if entry is None:
