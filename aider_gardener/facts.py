@@ -83,14 +83,7 @@ JS_FRAME = re.compile(
 )
 JVM_FRAME = re.compile(r"^\s*at [\w$.<>/]+\(([\w$-]+\.(?:java|kt|kts|scala|groovy)):(\d+)\)", re.M)
 CALLED_BY_FRAME = re.compile(r"(?<![\w$])(?:[a-z][\w$]*\.)+([A-Z][\w$]*\.[\w$<>-]+):(\d+)\b")
-ERROR_CODE = re.compile(
-    r"\b(E\d{4}|TS\d{4,5}|CS\d{4}|LNK\d{4}|C\d{4})\b"
-    r"|(?<![\w-])(E(?:\d{3}|CONN\w+|NOENT|ACCE[S]|PERM|TIMEDOUT|RESOLVE|ADDRINUSE|INTEGRITY"
-    r"|LIFECYCLE|EXIST|NOTFOUND|AI_AGAIN|PIPE|BADENGINE|NOTSUP|PEERINVALID|JSONPARSE))\b"
-    r"|(?:#\[(?:warn|deny|forbid)\(|`-[DW] )(clippy::\w+)|rust-clippy/master/(index\.html#\w+)"
-    r"|\[(-W[\w=+-]+)\]"
-)
-# the same codes, found faster on a whole text: simple patterns, each starting with a literal
+# error codes, found fast on a whole text: simple patterns, each starting with a literal
 # or one class, then filtered (an alternation of classes is tried at every position)
 _CODE_NUM = re.compile(r"(?<![\w-])([A-Z]{1,3}\d{3,5})\b")
 _CODE_NUM_OK = re.compile(r"E\d{3,4}|TS\d{4,5}|CS\d{4}|LNK\d{4}|C\d{4}")
