@@ -88,6 +88,9 @@ def main(argv=None, input=None, output=None, force_git_root=None, return_coder=F
 
     Run as the ``aider-gardener`` command, it ends the process itself once Aider is done: see
     ``fast_exit``."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words and words[0] in SUBCOMMANDS and not return_coder:
+        return run_subcommand(words[0], words[1:])
     offline.keep_aider_offline()
     preload()  # before Aider's load_slow_imports thread races us to numpy/networkx
     cli = argv is None and not return_coder and _is_cli()
@@ -107,6 +110,23 @@ def main(argv=None, input=None, output=None, force_git_root=None, return_coder=F
     if cli:
         fast_exit(status)
     return status
+
+
+# ``aider-gardener WORD ...``: front doors that do not start Aider. Aider takes no positional
+# argument named like these (its positionals are file names), so a file called ``mcp`` is still
+# reachable as ``./mcp``.
+SUBCOMMANDS = {
+    "mcp": "aider_gardener.clients.mcp_server",  # stdio MCP server over the project's store
+    "hook": "aider_gardener.clients.claude_hooks",  # one Claude Code hook: JSON on stdin
+    "claude": "aider_gardener.clients.claude_install",  # install the Claude Code plugin
+}
+
+
+def run_subcommand(word: str, rest: list[str]) -> int:
+    import importlib
+
+    module = importlib.import_module(SUBCOMMANDS[word])
+    return module.main(rest)
 
 
 FAST_EXIT_ENV = "GARDENER_FAST_EXIT"  # "0": leave the exit to the interpreter
