@@ -1,0 +1,155 @@
+"""Finding and opening the project's store for clients other than Aider (MCP server, hooks).
+
+One place decides where a non-Aider client's store is, so that a Claude Code hook, the MCP server
+and an Aider session in the same repository all read and write the same
+``<git root>/.aider.gardener/store.sqlite``: the same rules as ``--gardener-store`` /
+``store.db.resolve_location``, with the places such clients learn their project from.
+
+Where
+    ``store`` (a folder, or a ``*.sqlite``/``*.db`` file) wins; else ``$AIDER_GARDENER_STORE``
+    (what ``--gardener-store`` reads from the environment, so one setting moves every front
+    door); else ``.aider.gardener/`` under the git root of ``cwd``, which defaults to
+    ``$CLAUDE_PROJECT_DIR`` (Claude Code sets it for hooks and servers it starts) and then the
+    working directory.
+
+Sessions
+    A store session is what ``scope="session"`` and the "this session" figures count. A hook is
+    a new process per event, so it must pass a stable id (``client_session_id("claude",
+    <hook's session_id>)``) or every event becomes a session of its own.
+    ``latest_client_session`` is how a long-lived client (the MCP server, which Claude Code does
+    not tell its session id) finds the session currently being written.
+
+Processes
+    ``worker=True`` is for the long-lived process: it preloads the embedding model in a
+    background thread (recall is full-text until it is ready, as in Aider), runs the embedding
+    worker that drains what short processes left pending, and the store's maintenance.
+    ``worker=False`` is for a process that lives for one event: nothing in the background, and
+    with ``vectors=False`` not even the vector index (ingest still queues its chunks, and the
+    long-lived process embeds them).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..store.db import Store, find_git_root, resolve_location
+
+log = logging.getLogger(__name__)
+
+STORE_ENV = "AIDER_GARDENER_STORE"
+PROJECT_ENV = "CLAUDE_PROJECT_DIR"
+MAINTENANCE_INTERVAL = 300.0  # as the Aider session's store (``db.open_store``)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def project_dir(cwd: str | Path | None = None) -> Path:
+    """The project a client works in: the git root of ``cwd`` (default ``$CLAUDE_PROJECT_DIR``,
+    then the working directory), or that directory itself outside a repository."""
+    base = cwd if cwd not in (None, "") else os.environ.get(PROJECT_ENV) or None
+    start = Path(base).expanduser() if base is not None else Path.cwd()
+    try:
+        start = start.resolve()
+    except OSError:
+        start = Path(os.path.abspath(start))
+    return find_git_root(start) or start
+
+
+def store_location(
+    cwd: str | Path | None = None, store: str | Path | None = None
+) -> tuple[Path, Path]:
+    """(store folder, sqlite file) without opening anything: see the module docstring."""
+    location = store if store not in (None, "") else os.environ.get(STORE_ENV) or None
+    return resolve_location(location, None if location is not None else project_dir(cwd))
+
+
+def client_session_id(client: str, raw: str | None) -> str | None:
+    """A store session id for a client's own session id (``claude-<uuid>``), stable across
+    the processes of one client session; None when the client gave none."""
+    if not raw or not str(raw).strip():
+        return None
+    return f"{_UNSAFE.sub('-', client)}-{_UNSAFE.sub('-', str(raw).strip())[:80]}"
+
+
+def open_project_store(
+    cwd: str | Path | None = None,
+    store: str | Path | None = None,
+    vectors: bool = True,
+    worker: bool = True,
+    *,
+    session_id: str | None = None,
+    scope: str = "project",
+    chroma_url: str | None = None,
+    model: str = "gpt-4o",
+) -> Store:
+    """The project's store, opened as the client needs it (see the module docstring).
+
+    Never raises for a locked, corrupt or unwritable store: like Aider's, it degrades (moves a
+    corrupt file aside, or runs in memory with ``store.degraded`` saying why), and the caller
+    reports ``degraded`` instead of pretending its writes are kept."""
+    folder, _ = store_location(cwd, store)
+    location = store if store not in (None, "") else os.environ.get(STORE_ENV) or None
+    root = project_dir(cwd)
+    if vectors and worker:
+        _preload_model(folder)
+    opened = Store(
+        location,
+        root=None if location is not None else root,
+        session_id=session_id,
+        scope=scope,
+        vectors=bool(vectors and worker),
+        chroma_url=chroma_url,
+        model=model,
+        project_root=str(root),
+        maintenance_interval=MAINTENANCE_INTERVAL if worker else None,
+    )
+    if vectors and not worker and opened.degraded is None and opened.path is not None:
+        _attach_index(opened, chroma_url)
+    return opened
+
+
+def latest_client_session(store: Any, exclude: tuple[str, ...] = ()) -> str | None:
+    """The session that most recently stored an entry (other than ``exclude``, e.g. the
+    caller's own): the one a hook is writing now. None when no other session stored any."""
+    marks = ",".join("?" * len(exclude)) or "''"
+
+    def q(c: sqlite3.Connection) -> str | None:
+        row = c.execute(
+            "SELECT session_id FROM entry_sessions"
+            f" WHERE session_id NOT IN ({marks}) ORDER BY first_seen DESC LIMIT 1",
+            tuple(exclude),
+        ).fetchone()
+        return row[0] if row else None
+
+    try:
+        return store.read(q)
+    except Exception as err:  # noqa: BLE001 - a figure, not a failure
+        log.debug("gardener: finding the latest session failed: %s", err)
+        return None
+
+
+def _preload_model(folder: Path) -> bool:
+    """Start the model load now, in the background, as the Aider session does at start."""
+    try:
+        from ..store import embeddings
+
+        return embeddings.preload(folder)
+    except Exception as err:  # noqa: BLE001 - without the model recall is full-text
+        log.debug("gardener: embedding preload failed: %s", err)
+        return False
+
+
+def _attach_index(store: Store, chroma_url: str | None) -> None:
+    """The vector index for queries only (no worker thread): a short process that wants hybrid
+    recall, and pays the model load in its own thread when it first queries."""
+    try:
+        from ..store import vectors as vectors_mod
+
+        store.vectors = vectors_mod.open_index(store.dir, chroma_url)
+    except Exception as err:  # noqa: BLE001 - full-text recall still works
+        log.debug("gardener: vector index unavailable: %s", err)
+        store.vectors = None
