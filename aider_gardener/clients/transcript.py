@@ -1,0 +1,228 @@
+"""Claude Code's real context usage, read from its session transcript (JSONL).
+
+Claude Code writes one JSON record per line to ``transcript_path`` (every hook payload carries
+it). Each assistant record carries the Messages API ``usage`` of the request that produced it, so
+the context the model saw on the last request is exactly::
+
+    input_tokens + cache_creation_input_tokens + cache_read_input_tokens
+
+(the three are disjoint parts of the prompt: uncached, written to the cache, read from it). That
+is the number Claude Code itself compares against the window before it auto-compacts; the
+gardener's own token estimates would only approximate it. Records it skips, and why:
+
+- ``isSidechain: true``: a subagent's (Task/Agent tool) own conversation, not the main context;
+- model ``<synthetic>``: a record Claude Code made up itself (an API error), with zero usage;
+- assistant records without ``usage`` or with all three counts zero.
+
+A ``system`` record with ``subtype: compact_boundary`` after the last usage means the context was
+just compacted and the old count is stale: its ``compactMetadata.postTokens`` (Claude Code 2.1.x)
+is used when present, else the usage is unknown until the next reply.
+
+The window comes from the model name: 1,000,000 for the ``[1m]`` variants (Claude Code's model
+setting, e.g. ``claude-sonnet-4-5[1m]``; the transcript records the bare API id, so a hook passes
+the setting when it knows it), else 200,000, and 1,000,000 whenever more than 200,000 tokens were
+actually used (such a request can only have run in the large window).
+``GARDENER_CONTEXT_WINDOW`` overrides both.
+
+Large transcripts (several MB in real sessions) are read from the end, in growing tail blocks,
+so a hook stays fast however long the session is.
+
+The last usage is saved in the store folder (``claude_usage.json``) so that other processes, the
+MCP server's ``context_pressure`` tool in particular, can report it without a transcript path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+DEFAULT_WINDOW = 200_000
+LARGE_WINDOW = 1_000_000
+WINDOW_ENV = "GARDENER_CONTEXT_WINDOW"
+USAGE_FILENAME = "claude_usage.json"
+TAIL_BLOCK = 256 << 10  # first read from the end; doubled until an assistant usage is found
+MAX_SCAN = 64 << 20  # never read more than this of one transcript
+USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+@dataclass
+class Usage:
+    """The context the model saw on its last request: ``used`` of ``window`` tokens.
+
+    ``at``: when it was measured (Unix seconds; the transcript record's timestamp).
+    ``model``: the model name as recorded (or as Claude Code's setting gave it).
+    ``estimated``: True when ``used`` is Claude Code's own post-compaction estimate
+    (``compactMetadata.postTokens``) rather than an API usage.
+    """
+
+    used: int
+    window: int
+    model: str | None
+    at: float
+    estimated: bool = False
+
+    @property
+    def fraction(self) -> float:
+        return self.used / self.window if self.window > 0 else 0.0
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.fraction
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Usage":
+        return cls(
+            used=int(data["used"]),
+            window=int(data["window"]),
+            model=None if data.get("model") is None else str(data["model"]),
+            at=float(data.get("at") or 0.0),
+            estimated=bool(data.get("estimated", False)),
+        )
+
+
+def window_for(model: str | None, used: int = 0) -> int:
+    """The context window of ``model`` in tokens (see the module docstring)."""
+    env = os.environ.get(WINDOW_ENV, "").strip()
+    if env:
+        try:
+            value = int(env.replace("_", "").replace(",", ""))
+            if value > 0:
+                return value
+        except ValueError:
+            pass
+    name = (model or "").lower()
+    if "[1m]" in name or name.endswith("-1m") or used > DEFAULT_WINDOW:
+        return LARGE_WINDOW
+    return DEFAULT_WINDOW
+
+
+def _timestamp(record: dict) -> float:
+    raw = record.get("timestamp")
+    if isinstance(raw, str) and raw:
+        try:
+            return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return time.time()
+
+
+def usage_tokens(usage: object) -> int:
+    """input + cache creation + cache read of one Messages API ``usage`` object (0 if absent)."""
+    if not isinstance(usage, dict):
+        return 0
+    total = 0
+    for key in USAGE_KEYS:
+        value = usage.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            total += int(value)
+    return total
+
+
+def _from_record(record: dict, model_hint: str | None) -> Usage | None:
+    """A Usage for one transcript record, None when the record says nothing about it."""
+    if not isinstance(record, dict) or record.get("isSidechain"):
+        return None
+    kind = record.get("type")
+    if kind == "system" and record.get("subtype") == "compact_boundary":
+        meta = record.get("compactMetadata") or {}
+        post = meta.get("postTokens") if isinstance(meta, dict) else None
+        if isinstance(post, (int, float)) and post > 0:
+            return Usage(
+                int(post), window_for(model_hint, int(post)), model_hint, _timestamp(record), True
+            )
+        return Usage(-1, 0, model_hint, _timestamp(record), True)  # stale: unknown until a reply
+    if kind != "assistant":
+        return None
+    message = record.get("message")
+    if not isinstance(message, dict):
+        return None
+    model = message.get("model")
+    if model == "<synthetic>":
+        return None
+    used = usage_tokens(message.get("usage"))
+    if used <= 0:
+        return None
+    name = model_hint or (model if isinstance(model, str) else None)
+    return Usage(used, window_for(name, used), name, _timestamp(record))
+
+
+def _last_usage(lines: list[bytes], model_hint: str | None) -> tuple[bool, Usage | None]:
+    """(whether a record about usage was found, its usage: None when it made usage unknown)."""
+    for line in reversed(lines):
+        line = line.strip()
+        if not line or b'"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        found = _from_record(record, model_hint)
+        if found is not None:
+            return True, (None if found.used < 0 else found)
+    return False, None
+
+
+def usage_from_transcript(path: str | os.PathLike | None, model: str | None = None) -> Usage | None:
+    """The last request's context usage in the transcript at ``path``; None when the file is
+    missing or unreadable, holds no usage yet, or was compacted since the last reply without an
+    estimate. Never raises. ``model``: Claude Code's model setting when the caller knows it (it
+    alone tells a ``[1m]`` window)."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            block = TAIL_BLOCK
+            while True:
+                start = max(0, size - block)
+                fh.seek(start)
+                data = fh.read(size - start)
+                lines = data.split(b"\n")
+                if start > 0:
+                    lines = lines[1:]  # the first piece is the end of a line cut in the middle
+                decided, found = _last_usage(lines, model)
+                if decided or start == 0 or block >= MAX_SCAN:
+                    return found
+                block *= 4
+    except OSError:
+        return None
+
+
+def save_usage(store_dir: str | os.PathLike, usage: Usage) -> Path | None:
+    """Write ``usage`` to ``<store_dir>/claude_usage.json`` atomically (temp file + rename, so a
+    reader never sees half a file). Returns the path, None when it could not be written."""
+    folder = Path(store_dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".usage-", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(usage.to_dict(), fh)
+            target = folder / USAGE_FILENAME
+            os.replace(tmp, target)
+            return target
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except (OSError, TypeError, ValueError):
+        return None
+
+
+def load_usage(store_dir: str | os.PathLike) -> Usage | None:
+    """The usage last saved in ``store_dir``; None when there is none or it is unreadable."""
+    try:
+        data = json.loads((Path(store_dir) / USAGE_FILENAME).read_text(encoding="utf-8"))
+        return Usage.from_dict(data)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
