@@ -18,6 +18,12 @@ def _aider_history(src: Path) -> list[Replay]:
     return import_path(src)
 
 
+def _claude_code(src: Path) -> list[Replay]:
+    from .claude_code import import_path
+
+    return import_path(src)
+
+
 def _locomo(src: Path) -> list[Replay]:
     from .locomo import import_path
 
@@ -32,6 +38,7 @@ def _longmemeval(src: Path) -> list[Replay]:
 
 IMPORTERS: dict[str, Callable[[Path], list[Replay]]] = {
     "aider-history": _aider_history,
+    "claude-code": _claude_code,
     "locomo": _locomo,
     "longmemeval": _longmemeval,
 }
