@@ -136,6 +136,12 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     run.set_defaults(fn=cmd_run)
+
+    from bench import claude_code
+
+    cc = sub.add_parser("claude-code", help="real Claude Code transcripts vs the gardener")
+    claude_code.add_arguments(cc)
+    cc.set_defaults(fn=claude_code.run)
     return p
 
 
