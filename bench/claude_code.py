@@ -1,0 +1,597 @@
+"""Real Claude Code sessions replayed through the gardener: ``python -m bench claude-code PATH...``.
+
+Claude Code's transcripts (``bench/replay/importers/claude_code.py`` parses them) record what the
+model really saw and what Claude Code really did when the window filled: the context size of
+every API call (assistant ``usage``) and each compaction with the summary the model continued
+from. Per session, and in total, this measures side by side:
+
+(a) tool output: tokens of every tool result as the model saw it, and after the gardener (each
+    result ingested into a temp store as the PostToolUse hook would; a result above
+    ``MAX_OUTPUT`` tokens counts as its summary cut to that size, the rest as they were, which
+    is the Aider integration's ``--gardener-max-output`` rule). Tokens are counted with gpt-4o's
+    tokenizer: Claude's is not public, so ratios mean more than absolute figures.
+(b) what survives each real compaction: from the transcript *before* it, the critical facts of
+    command outputs (``aider_gardener/facts.py``: failing tests, exceptions, error codes,
+    ``path:line``, …, from Bash/PowerShell results and error results), the files the model
+    edited (Edit/Write inputs: ground truth) and the decisions (``continuity.extract
+    .decisions_in`` over prompts and replies: the gardener's own extractor, which favours the
+    gardener; said so in the table). Each is looked for in Claude Code's real summary and in
+    the gardener's state block (``render_state``, ``STATE_TOKENS``) and checkpoint body
+    (``render_body``) built by a ``FactTracker`` fed the same prefix.
+(c) probe recall: the importer's probes (facts said once early, asked 40 turns later or at the
+    end), answered from what Claude Code really had in context when asked (everything since
+    the latest compaction, that compaction's summary included) vs the store's recall@k
+    (the bench's matchers: ``bench/replay/matching.py``). Probes whose fact was said before a
+    compaction and asked after it are the ones that tell the two apart.
+
+Only what hooks can see is stored: tool results and the user's prompts (assistant replies are
+not ingested), so decision probes from replies test recall of the prompts and tools around them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aider_gardener  # noqa: F401  (offline switches first)
+from aider_gardener.tokens import count_tokens
+
+from .replay.importers.claude_code import (
+    COMMAND_TOOLS,
+    EDIT_TOOLS,
+    Compaction,
+    Transcript,
+    claude_probes,
+    events_of,
+    parse,
+    relative,
+    turn_of_items,
+)
+from .replay.matching import loose, verbatim
+
+MODEL = "gpt-4o"
+MAX_OUTPUT = 1024  # --gardener-max-output's default
+STATE_TOKENS = 800  # --gardener-state-tokens's default
+DEFAULT_K = 5
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude_code_transcripts"
+SURVIVAL = ("facts", "files", "decisions")
+HOLDERS = ("summary", "state", "checkpoint")
+
+
+@dataclass
+class CompactionFigures:
+    at_call: int
+    pre_tokens: int | None
+    summary_tokens: int
+    state_tokens: int
+    checkpoint_tokens: int
+    found: dict[str, int] = field(default_factory=dict)  # what -> n before the compaction
+    kept: dict[str, dict[str, int]] = field(default_factory=dict)  # holder -> what -> n kept
+    facts_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    no_summary: bool = False
+    pre_estimated: bool = False  # no preTokens recorded: the last call's real usage before it
+
+
+@dataclass
+class ProbeFigures:
+    question: str
+    kind: str
+    source_turn: int
+    turn: int
+    across_compaction: bool
+    in_context: bool
+    in_context_verbatim: bool
+    in_recall: bool
+    in_recall_verbatim: bool
+
+
+@dataclass
+class SessionFigures:
+    name: str
+    turns: int = 0
+    calls: int = 0
+    context_peak: int = 0
+    context_curve: list[int] = field(default_factory=list)
+    microcompactions: int = 0
+    tool_outputs: int = 0
+    tool_tokens_before: int = 0
+    tool_tokens_after: int = 0
+    tool_tokens_all_summaries: int = 0
+    throttled: int = 0
+    ingest_ms: list[float] = field(default_factory=list)
+    compactions: list[CompactionFigures] = field(default_factory=list)
+    probes: list[ProbeFigures] = field(default_factory=list)
+    via: str = "pipeline"
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------ matching
+
+
+def file_kept(rel: str, text: str) -> bool:
+    """A file counts as kept when its path relative to the project, or its file name as a
+    word, is in ``text`` (summaries and state blocks both shorten paths)."""
+    flat = text.replace("\\", "/")
+    if rel in flat:
+        return True
+    name = rel.rsplit("/", 1)[-1]
+    return bool(re.search(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])", flat))
+
+
+def survival(
+    holder: str, facts_found: dict[str, set[str]], files: set[str], decisions: list[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(kept per SURVIVAL, facts kept per kind) in ``holder``'s text."""
+    from aider_gardener import facts
+
+    s = facts.Summary(holder)
+    by_kind = {kind: sum(s.has(kind, f) for f in found) for kind, found in facts_found.items()}
+    lines = [ln for ln in holder.splitlines() if ln.strip()]
+    kept = {
+        "facts": sum(by_kind.values()),
+        "files": sum(file_kept(f, holder) for f in files),
+        "decisions": sum(loose([d], lines) for d in decisions),
+    }
+    return kept, by_kind
+
+
+# ------------------------------------------------------------------------------ ingesting
+
+
+class PipelineIngest:
+    """Tool results and prompts into a temp store, as the hooks would: ``Store.ingest`` (the
+    pipeline) with the Aider integration's size rule for what the model would then see."""
+
+    via = "pipeline"
+
+    def __init__(self, folder: Path, vectors: bool):
+        from aider_gardener.store.db import Store
+
+        self.vectors = vectors
+        self.store = Store(folder, vectors=vectors, scope="session", model=MODEL)
+
+    def tool(self, name: str, command: str, output: str, path: str | None) -> tuple[int, int, Any]:
+        """(tokens the model would see, summary tokens, entry)"""
+        from aider_gardener.types import Source
+
+        source = Source(role="tool", command=command, path=path if name == "Read" else None)
+        entry = self.store.ingest(output, source, tool=name)
+        seen = entry.tokens_original
+        if entry.tokens_original > MAX_OUTPUT:
+            seen = min(entry.tokens_original, entry.tokens_summary, MAX_OUTPUT)
+        return seen, entry.tokens_summary, entry
+
+    def prompt(self, text: str) -> Any:
+        from aider_gardener.types import Source
+
+        return self.store.ingest(text, Source(role="user"))
+
+    def recall(self, question: str, k: int) -> list[str]:
+        """The texts (original, summary, excerpt) of the top ``k`` hits."""
+        import contextlib
+
+        if self.vectors:
+            with contextlib.suppress(Exception):
+                self.store.drain(timeout=120)
+        hits = self.store.recall(question, limit=k, mode="hybrid" if self.vectors else "fts")
+        entries = self.store.get_entries([h.entry_id for h in hits])
+        out = []
+        for h in hits:
+            entry = entries.get(h.entry_id)
+            original = entry.original if entry is not None else ""
+            out.append(f"{original}\n{h.text}\n{h.excerpt}")
+        return out
+
+    def close(self) -> None:
+        self.store.close()
+
+
+# ------------------------------------------------------------------------------ measuring
+
+
+def _text(kind: str, value: Any) -> str:
+    if kind == "tool":
+        return f"{value.command}\n{value.output}"
+    if kind == "compaction":
+        return value.summary
+    return str(value)
+
+
+def measure(
+    path: str | Path, *, vectors: bool = False, k: int = DEFAULT_K, keep: Path | None = None
+) -> SessionFigures:
+    """Every figure of one transcript (see the module docstring)."""
+    from aider_gardener import facts
+    from aider_gardener.continuity import extract
+    from aider_gardener.continuity.checkpoint import render_body
+    from aider_gardener.continuity.state import render_state
+    from aider_gardener.continuity.tracker import FactTracker
+
+    start = time.perf_counter()
+    t: Transcript = parse(path)
+    fig = SessionFigures(name=t.name, microcompactions=t.microcompactions)
+    fig.calls = len(t.usage)
+    fig.context_curve = list(t.usage)
+    fig.context_peak = max(t.usage, default=0)
+    events = events_of(t)
+    turns = sum(1 for e in events if e["type"] in ("user", "run"))
+    fig.turns = turns
+    probes = sorted(claude_probes(t, events, turns), key=lambda p: p[0])
+    turn_items = turn_of_items(t)
+    folder = Path(tempfile.mkdtemp(prefix="bench-cc-")) if keep is None else keep
+    ingest = PipelineIngest(folder / "store", vectors)
+    fig.via = ingest.via
+    tracker = FactTracker()
+    found: dict[str, set[str]] = {kind: set() for kind in facts.KINDS}
+    files: set[str] = set()
+    decisions: list[str] = []
+    window: list[str] = []  # what Claude Code had in context: since the latest compaction
+    compaction_turns: list[int] = []
+    pending = list(probes)
+
+    def ask(upto: int) -> None:
+        while pending and pending[0][0] <= upto:
+            at, probe = pending.pop(0)
+            answers = probe["answers"]
+            ctx_strict = verbatim(answers, "\n".join(window))
+            ctx_loose = ctx_strict or loose(answers, window)
+            hits = ingest.recall(probe["question"], k)
+            rec_strict = any(verbatim(answers, h) for h in hits)
+            rec_loose = rec_strict or any(loose(answers, [h]) for h in hits)
+            across = any(probe["source_turn"] <= c <= at for c in compaction_turns)
+            fig.probes.append(
+                ProbeFigures(
+                    probe["question"],
+                    probe.get("kind", ""),
+                    probe["source_turn"],
+                    at,
+                    across,
+                    ctx_loose,
+                    ctx_strict,
+                    rec_loose,
+                    rec_strict,
+                )
+            )
+
+    try:
+        for (kind, value), turn in zip(t.items, turn_items):
+            if kind in ("user", "tool"):
+                ask(turn - 1)  # probes asked after turn N come before turn N+1 starts
+            if kind == "compaction":
+                fig.compactions.append(
+                    _compaction(
+                        value, t, found, files, decisions, tracker, render_state, render_body
+                    )
+                )
+                compaction_turns.append(turn)
+                window = [value.summary] if value.summary else []
+                continue
+            window.append(_text(kind, value))
+            if kind == "user":
+                entry = ingest.prompt(value)
+                tracker.on_prompt(value, turn, entry.id if entry.stored else None)
+                decisions += [line for _, _, line in extract.decisions_in(value, "user")]
+            elif kind == "assistant":
+                tracker.on_reply(value, turn)
+                decisions += [line for _, _, line in extract.decisions_in(value, "assistant")]
+            elif kind == "tool":
+                _tool(value, t, turn, ingest, tracker, found, files, fig)
+        ask(turns)
+    finally:
+        ingest.close()
+        if keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    fig.wall_s = time.perf_counter() - start
+    return fig
+
+
+def _tool(call, t, turn, ingest, tracker, found, files, fig) -> None:  # noqa: ANN001
+    from aider_gardener import facts
+
+    if not call.answered:
+        return
+    rel = relative(call.path, t.cwd) if call.path else None
+    if call.output.strip():
+        t0 = time.perf_counter()
+        seen, summary, entry = ingest.tool(call.name, call.command, call.output, call.path)
+        fig.ingest_ms.append((time.perf_counter() - t0) * 1000)
+        before = count_tokens(call.output, MODEL)
+        fig.tool_outputs += 1
+        fig.tool_tokens_before += before
+        fig.tool_tokens_after += min(seen, before)
+        fig.tool_tokens_all_summaries += min(summary, before)
+        fig.throttled += seen < before
+        entry_id = entry.id if getattr(entry, "stored", False) else None
+    else:
+        entry_id = None
+    if call.name in COMMAND_TOOLS or call.is_error:
+        tracker.on_output(call.command, call.output, turn, entry_id, 1 if call.is_error else 0)
+        for kind, values in facts.extract(call.output).items():
+            found[kind] |= values
+    if call.name in EDIT_TOOLS and rel and not call.is_error:
+        tracker.on_edit_applied([rel], turn)
+        files.add(rel)
+
+
+def _compaction(
+    c: Compaction, t, found, files, decisions, tracker, render_state, render_body  # noqa: ANN001
+) -> CompactionFigures:
+    state = render_state(tracker.book, max_tokens=STATE_TOKENS, model=MODEL)
+    body = render_body(tracker.book)
+    decided = list(dict.fromkeys(decisions))
+    if not isinstance(c.pre_tokens, int) and 0 < c.calls_before <= len(t.usage):
+        c = Compaction(**{**c.__dict__, "pre_tokens": t.usage[c.calls_before - 1]})
+    out = CompactionFigures(
+        at_call=c.calls_before,
+        pre_tokens=c.pre_tokens if isinstance(c.pre_tokens, int) else None,
+        pre_estimated=not isinstance(c.pre_tokens, int),
+        summary_tokens=count_tokens(c.summary, MODEL),
+        state_tokens=count_tokens(state, MODEL),
+        checkpoint_tokens=count_tokens(body, MODEL),
+        no_summary=not c.summary,
+    )
+    out.found = {
+        "facts": sum(len(v) for v in found.values()),
+        "files": len(files),
+        "decisions": len(decided),
+    }
+    out.facts_by_kind["found"] = {kind: len(v) for kind, v in found.items() if v}
+    for holder, text in (("summary", c.summary), ("state", state), ("checkpoint", body)):
+        kept, by_kind = survival(text, found, files, decided)
+        out.kept[holder] = kept
+        out.facts_by_kind[holder] = {kind: n for kind, n in by_kind.items() if found[kind]}
+    return out
+
+
+# ------------------------------------------------------------------------------ reporting
+
+
+def _frac(hit: int, n: int) -> str:
+    return f"{hit}/{n} ({100 * hit / n:.0f}%)" if n else "–"
+
+
+def _probe_cells(probes: list[ProbeFigures]) -> tuple[str, str, str, str]:
+    across = [p for p in probes if p.across_compaction]
+    return (
+        _frac(sum(p.in_context for p in probes), len(probes)),
+        _frac(sum(p.in_recall for p in probes), len(probes)),
+        _frac(sum(p.in_context for p in across), len(across)),
+        _frac(sum(p.in_recall for p in across), len(across)),
+    )
+
+
+def totals(sessions: list[SessionFigures]) -> dict[str, Any]:
+    comps = [c for s in sessions for c in s.compactions if not c.no_summary]
+    probes = [p for s in sessions for p in s.probes]
+    across = [p for p in probes if p.across_compaction]
+    before = sum(s.tool_tokens_before for s in sessions)
+    ms = sorted(m for s in sessions for m in s.ingest_ms)
+
+    def pct(q: float) -> float:
+        return round(ms[min(len(ms) - 1, int(q * len(ms)))], 1) if ms else 0.0
+
+    out: dict[str, Any] = {
+        "sessions": len(sessions),
+        "calls": sum(s.calls for s in sessions),
+        "context_peak": max((s.context_peak for s in sessions), default=0),
+        "compactions": len(comps),
+        "tool_outputs": sum(s.tool_outputs for s in sessions),
+        "tool_tokens_before": before,
+        "tool_tokens_after": sum(s.tool_tokens_after for s in sessions),
+        "tool_tokens_all_summaries": sum(s.tool_tokens_all_summaries for s in sessions),
+        "throttled": sum(s.throttled for s in sessions),
+        "ingest_ms_p50": pct(0.5),
+        "ingest_ms_p95": pct(0.95),
+        "probes": len(probes),
+        "probe_in_context": sum(p.in_context for p in probes),
+        "probe_in_recall": sum(p.in_recall for p in probes),
+        "probe_in_recall_verbatim": sum(p.in_recall_verbatim for p in probes),
+        "probes_across_compaction": len(across),
+        "across_in_context": sum(p.in_context for p in across),
+        "across_in_recall": sum(p.in_recall for p in across),
+        "summary_tokens": sum(c.summary_tokens for c in comps),
+        "state_tokens": sum(c.state_tokens for c in comps),
+        "checkpoint_tokens": sum(c.checkpoint_tokens for c in comps),
+    }
+    for what in SURVIVAL:
+        out[f"{what}_found"] = sum(c.found.get(what, 0) for c in comps)
+        for holder in HOLDERS:
+            out[f"{what}_in_{holder}"] = sum(c.kept.get(holder, {}).get(what, 0) for c in comps)
+    return out
+
+
+def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file, width=200)
+    per = Table(
+        title="Claude Code sessions: real context, tool output, probes", title_justify="left"
+    )
+    for col in (
+        "session",
+        "turns",
+        "calls",
+        "peak ctx",
+        "compactions (call#: preTokens)",
+        "tool outputs",
+        "tool tokens before",
+        "after gardener",
+        "probes",
+        "in real ctx",
+        f"recall@{k}",
+        "across compaction: ctx",
+        f"… recall@{k}",
+    ):
+        per.add_column(col, justify="left" if col == "session" else "right")
+    for s in sessions:
+        where = ", ".join(
+            (
+                f"{c.at_call}: {'~' if c.pre_estimated else ''}{c.pre_tokens:,}"
+                if c.pre_tokens
+                else f"{c.at_call}: ?"
+            )
+            for c in s.compactions
+        )
+        ratio = s.tool_tokens_after / s.tool_tokens_before if s.tool_tokens_before else 1.0
+        per.add_row(
+            s.name.replace("cc_session__", "")[:48],
+            f"{s.turns:,}",
+            f"{s.calls:,}",
+            f"{s.context_peak:,}",
+            where or "–",
+            f"{s.tool_outputs:,}",
+            f"{s.tool_tokens_before:,}",
+            f"{s.tool_tokens_after:,} ({ratio:.2f}×)",
+            str(len(s.probes)),
+            *_probe_cells(s.probes),
+        )
+    console.print(per)
+
+    comp = Table(
+        title="What survives each real compaction (facts/files/decisions from the transcript "
+        "before it; decisions by the gardener's own extractor)",
+        title_justify="left",
+    )
+    comp.add_column("session / compaction", justify="left")
+    for what in SURVIVAL:
+        comp.add_column(f"{what} n", justify="right")
+        for holder in HOLDERS:
+            comp.add_column(f"in {holder}", justify="right")
+    comp.add_column("tokens summary/state/ckpt", justify="right")
+    for s in sessions:
+        for n, c in enumerate(s.compactions, start=1):
+            if c.no_summary:
+                continue
+            cells = []
+            for what in SURVIVAL:
+                cells.append(str(c.found[what]))
+                cells += [_frac(c.kept[h][what], c.found[what]) for h in HOLDERS]
+            tokens = f"{c.summary_tokens:,}/{c.state_tokens:,}/{c.checkpoint_tokens:,}"
+            comp.add_row(f"{s.name.replace('cc_session__', '')[:40]} #{n}", *cells, tokens)
+    console.print(comp)
+
+    tot = totals(sessions)
+    side = Table(
+        title=f"all {tot['sessions']} sessions: Claude Code as recorded vs with the gardener",
+        title_justify="left",
+    )
+    side.add_column("")
+    side.add_column("Claude Code (real)", justify="right")
+    side.add_column("gardener", justify="right")
+    before, after = tot["tool_tokens_before"], tot["tool_tokens_after"]
+    side.add_row(
+        "API calls / peak context (real usage)",
+        f"{tot['calls']:,} / " f"{tot['context_peak']:,}",
+        "",
+    )
+    side.add_row(
+        f"tool output tokens ({tot['tool_outputs']:,} results)",
+        f"{before:,}",
+        f"{after:,} ({after / before:.2f}×)" if before else "–",
+    )
+    side.add_row("  every result as its summary", "", f"{tot['tool_tokens_all_summaries']:,}")
+    side.add_row(f"  results above {MAX_OUTPUT} tokens (summarised)", "", f"{tot['throttled']:,}")
+    side.add_row("  ingest ms p50 / p95", "", f"{tot['ingest_ms_p50']} / {tot['ingest_ms_p95']}")
+    side.add_row(
+        f"compactions with a summary: {tot['compactions']}", "summary", "state / checkpoint"
+    )
+    for what in SURVIVAL:
+        n = tot[f"{what}_found"]
+        side.add_row(
+            f"  {what} kept (of {n:,})",
+            _frac(tot[f"{what}_in_summary"], n),
+            f"{_frac(tot[f'{what}_in_state'], n)} / {_frac(tot[f'{what}_in_checkpoint'], n)}",
+        )
+    side.add_row(
+        "  tokens",
+        f"{tot['summary_tokens']:,}",
+        f"{tot['state_tokens']:,} / {tot['checkpoint_tokens']:,}",
+    )
+    side.add_row(
+        f"probes ({tot['probes']}): in real context | recall@{k}",
+        _frac(tot["probe_in_context"], tot["probes"]),
+        _frac(tot["probe_in_recall"], tot["probes"]),
+    )
+    side.add_row(
+        "  verbatim only (recall)", "", _frac(tot["probe_in_recall_verbatim"], tot["probes"])
+    )
+    side.add_row(
+        f"  said before a compaction, asked after ({tot['probes_across_compaction']})",
+        _frac(tot["across_in_context"], tot["probes_across_compaction"]),
+        _frac(tot["across_in_recall"], tot["probes_across_compaction"]),
+    )
+    console.print(side)
+
+
+def transcript_paths(paths: list[str]) -> list[Path]:
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        out += sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m bench claude-code", description=__doc__.split("\n")[0]
+    )
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", help=f"transcripts or folders (default: {DEFAULT_DIR})")
+    p.add_argument("-k", type=int, default=DEFAULT_K, help="recall@k (default 5)")
+    p.add_argument(
+        "--vectors",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="semantic recall with local embeddings (default: off, full-text recall)",
+    )
+    p.add_argument("--json", metavar="OUT", help="write every figure as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .replay.format import ReplayFormatError
+
+    paths = transcript_paths(args.paths or [str(DEFAULT_DIR)])
+    paths = [p for p in paths if p.is_file()]
+    if not paths:
+        print("bench claude-code: no transcripts found", file=sys.stderr)
+        return 2
+    sessions = []
+    start = time.perf_counter()
+    for path in paths:
+        if not args.quiet:
+            print(f"  replaying {path.name} …", file=sys.stderr, flush=True)
+        try:
+            sessions.append(measure(path, vectors=args.vectors, k=args.k))
+        except (ReplayFormatError, OSError) as err:
+            print(f"bench claude-code: {path.name}: {err}", file=sys.stderr)
+    if not sessions:
+        return 1
+    print_report(sessions, args.k)
+    print(f"whole bench: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if args.json:
+        report = {"sessions": [s.to_json() for s in sessions], "totals": totals(sessions)}
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
