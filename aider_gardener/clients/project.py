@@ -26,6 +26,13 @@ Processes
     ``worker=False`` is for a process that lives for one event: nothing in the background, and
     with ``vectors=False`` not even the vector index (ingest still queues its chunks, and the
     long-lived process embeds them).
+
+Checkpoints
+    ``write_client_checkpoint`` writes the continuity checkpoint (``continuity/checkpoint.py``)
+    into ``<store folder>/checkpoints/``, where Aider's ``/checkpoints`` and ``/resume`` find
+    it: the facts a client session saved in the store (``store/facts.py``), else what a new Aider
+    session would carry over from the latest checkpoint (open decisions, constraints, errors,
+    failed approaches), so a client checkpoint never holds less than the one before it.
 """
 
 from __future__ import annotations
@@ -37,12 +44,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from ..preload import preload
 from ..store.db import Store, find_git_root, resolve_location
 
 log = logging.getLogger(__name__)
 
 STORE_ENV = "AIDER_GARDENER_STORE"
 PROJECT_ENV = "CLAUDE_PROJECT_DIR"
+CHECKPOINT_DIRNAME = "checkpoints"  # integration.continuity's, which imports Aider
 MAINTENANCE_INTERVAL = 300.0  # as the Aider session's store (``db.open_store``)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -95,6 +104,7 @@ def open_project_store(
     location = store if store not in (None, "") else os.environ.get(STORE_ENV) or None
     root = project_dir(cwd)
     if vectors and worker:
+        preload()  # numpy & co. in this thread before the model's thread imports them too
         _preload_model(folder)
     opened = Store(
         location,
@@ -130,6 +140,56 @@ def latest_client_session(store: Any, exclude: tuple[str, ...] = ()) -> str | No
     except Exception as err:  # noqa: BLE001 - a figure, not a failure
         log.debug("gardener: finding the latest session failed: %s", err)
         return None
+
+
+def checkpoint_folder(store: Any) -> Path:
+    return Path(store.dir) / CHECKPOINT_DIRNAME
+
+
+def write_client_checkpoint(
+    store: Any,
+    note: str | None = None,
+    *,
+    trigger: str = "manual",
+    session_id: str | None = None,
+) -> tuple[Path, Any]:
+    """Write a verified checkpoint and return (its path, the parsed ``Checkpoint`` read back
+    from disk). ``session_id``: the client session whose stored facts it holds (default: the
+    latest session that stored anything, not the caller's own). Raises ``CheckpointError``
+    with a one-line reason when it cannot be written or read back."""
+    from ..continuity.checkpoint import (
+        carried_facts,
+        load_latest,
+        read_checkpoint,
+        render_checkpoint,
+        write_checkpoint,
+    )
+    from ..continuity.facts import FactBook
+
+    folder = checkpoint_folder(store)
+    own = getattr(store, "session_id", None)
+    sid = session_id or latest_client_session(store, exclude=(own,) if own else ())
+    book = FactBook()
+    if sid:
+        try:
+            from ..store.facts import load_facts
+
+            book = FactBook(load_facts(store, sid))
+        except Exception as err:  # noqa: BLE001 - a checkpoint from the last one still helps
+            log.debug("gardener: reading the session's facts failed: %s", err)
+    if not len(book) and folder.is_dir():
+        latest = load_latest(folder, warn=lambda message: log.debug("%s", message))
+        if latest is not None:
+            book = carried_facts(latest.facts)
+    text = render_checkpoint(
+        book,
+        trigger=trigger,
+        session=sid or own or "",
+        project=str(getattr(store, "project_root", "") or ""),
+        note=note or None,
+    )
+    path = write_checkpoint(folder, text)
+    return path, read_checkpoint(path)
 
 
 def _preload_model(folder: Path) -> bool:
