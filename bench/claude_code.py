@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
@@ -61,7 +62,13 @@ MODEL = "gpt-4o"
 MAX_OUTPUT = 1024  # --gardener-max-output's default
 STATE_TOKENS = 800  # --gardener-state-tokens's default
 DEFAULT_K = 5
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude_code_transcripts"
+DEFAULT_DIR = (
+    Path(
+        os.environ.get("GARDENER_SHARED_DATA")
+        or Path(__file__).resolve().parents[2] / "shared" / "data"
+    )
+    / "claude_code_transcripts"
+)
 SURVIVAL = ("facts", "files", "decisions")
 HOLDERS = ("summary", "state", "checkpoint")
 
