@@ -1,0 +1,790 @@
+"""Claude Code hooks: the gardener behind Claude Code's lifecycle events, one process per event.
+
+Claude Code runs ``gardener-hook EVENT`` (or ``aider-gardener hook EVENT``) with the event's JSON
+on stdin and reads JSON (or, for PreCompact, plain text) from stdout. ``handle(event, payload)``
+is the whole logic as a pure function of the payload and the project's store (the bench importer
+replays transcripts through it); ``main`` only reads, prints and guards.
+
+Formats relied on (Claude Code hooks reference, code.claude.com/docs/en/hooks, and the changelog;
+checked against the CLI pinned in ``dev`` for the end-to-end test, 2.1.332):
+
+- every event's input: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``;
+- PostToolUse input: ``tool_name``, ``tool_input``, ``tool_response`` (the tool's structured
+  result: Bash ``{stdout, stderr, interrupted, ...}``, Read ``{type, file: {filePath, content}}``,
+  Grep ``{mode, filenames, content}``, WebFetch ``{result, url, ...}``, MCP tools their content
+  blocks). Output ``hookSpecificOutput: {hookEventName: "PostToolUse", additionalContext,
+  updatedToolOutput, updatedMCPToolOutput}``: ``updatedMCPToolOutput`` replaces an MCP tool's
+  result (since 1.0.x), ``updatedToolOutput`` any tool's (changelog 2.1.121: "PostToolUse hooks
+  can now replace tool output for all tools via hookSpecificOutput.updatedToolOutput");
+- UserPromptSubmit input: ``prompt``; output ``hookSpecificOutput.additionalContext`` (added to
+  the model's context) and ``systemMessage`` (shown to the user);
+- PreCompact input: ``trigger`` (manual|auto), ``custom_instructions``. Its JSON output has no
+  ``hookSpecificOutput`` variant (Claude Code rejects one naming PreCompact); what it honours is
+  the plain stdout of a hook that exits 0, which it appends to the compaction's instructions
+  (``newCustomInstructions``). So this hook prints text, not JSON;
+- SessionStart input: ``source`` (startup|resume|clear|compact); output
+  ``hookSpecificOutput: {hookEventName: "SessionStart", additionalContext}``.
+
+Decisions
+    PostToolUse replaces what the model sees only for output it reads rather than edits from:
+    shell commands (Bash, PowerShell), searches (Grep, Glob), web fetches and searches, and MCP
+    tools; only above ``REPLACE_MIN_TOKENS`` (Aider's ``--gardener-max-output`` default) and only
+    when the summary is at most half the original. The summary ends with its
+    ``[full output stored: id=…]`` line, and the model gets the original back with the MCP
+    server's ``expand`` tool. Read results (a file the model is about to edit), edits, task lists
+    and subagent reports are never replaced: they are stored for recall, and above
+    ``NOTE_MIN_TOKENS`` get a one-line "stored as id=…" note. A summary is never appended next to
+    an output the model sees whole: that would only add tokens. On a Claude Code older than
+    2.1.121 (the version is read from the transcript), built-in tools' outputs cannot be
+    replaced, so they get the note only. The gardener's own MCP tools are never stored or
+    rewritten: ``expand`` must return the original.
+
+    UserPromptSubmit recall is full-text (FTS5) only: the embedding model takes seconds to load
+    and a hook lives for one event; the long-lived MCP server serves hybrid recall. Entries the
+    context already holds (stored by this session since its last compaction, or recalled into it
+    earlier) are skipped.
+
+    PreCompact builds the session's facts by replaying the whole transcript (Claude Code keeps
+    the records from before earlier compactions in the file) through the same fact tracker the
+    Aider session feeds, plus the open facts of the latest checkpoint of another session, writes a
+    verified checkpoint (written, read back, validated, parsed again) and prints the state block
+    for the compaction to keep. SessionStart(compact|resume) gives the latest checkpoint's state
+    block back as additional context; on startup, the open facts another session left.
+
+Never break Claude Code
+    Any internal error is one line in ``<store>/hooks.log`` and an empty answer; the exit code is
+    0 unless blocking was meant (never, today). Input over ``MAX_STDIN`` bytes is drained and
+    ignored (a 100 MB tool output would cost seconds and hundreds of MB to parse in a hook).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+EVENTS = ("PostToolUse", "UserPromptSubmit", "PreCompact", "SessionStart")
+CLIENT = "claude"
+MAX_STDIN = 32 << 20  # bytes of hook JSON read at most
+LOG_NAME = "hooks.log"
+LOG_MAX_BYTES = 1 << 20  # then hooks.log moves to hooks.log.1
+STATE_DIRNAME = "claude"  # per-session hook state, in the store folder
+CHECKPOINT_DIRNAME = "checkpoints"
+REPLACE_MIN_TOKENS = 1024  # Aider's --gardener-max-output default
+REPLACE_MAX_RATIO = 0.5
+NOTE_MIN_TOKENS = 1000
+MAX_OUTPUT_ENV = "GARDENER_HOOK_MAX_OUTPUT"
+# Tools whose output the model reads rather than edits from: their results may be replaced.
+REPLACEABLE = frozenset(
+    {"Bash", "PowerShell", "BashOutput", "Grep", "Glob", "WebFetch", "WebSearch"}
+)
+# Tools whose results hold nothing worth storing (the edit itself is in the transcript).
+SKIPPED = frozenset(
+    {
+        "Edit",
+        "MultiEdit",
+        "Write",
+        "NotebookEdit",
+        "TodoWrite",
+        "TaskCreate",
+        "TaskUpdate",
+        "TaskStop",
+        "KillShell",
+        "ExitPlanMode",
+        "EnterPlanMode",
+        "AskUserQuestion",
+        "Skill",
+        "SlashCommand",
+    }
+)
+OWN_TOOL = re.compile(r"^mcp__.*gardener", re.IGNORECASE)
+ALL_TOOLS_SINCE = (2, 1, 121)  # updatedToolOutput for every tool
+WARN_LEVELS = (85, 70)  # percent, highest first
+REARM_MARGIN = 5
+RAG_BUDGET = 1500  # tokens of recalled context per prompt
+RAG_HITS = 3
+RAG_MIN_CHARS = 12
+STATE_TOKENS = 800  # as Aider's --gardener-state-tokens default
+VERSION_SCAN = 64 << 10
+_VERSION = re.compile(rb'"version":\s*"(\d+)\.(\d+)\.(\d+)')
+_EXIT_CODE = re.compile(r"\AError: Exit code (\d+)\b")
+
+
+# --- tool outputs ---
+
+
+@dataclass
+class ToolOutput:
+    """The text a tool call produced, as the gardener stores it, and its provenance."""
+
+    text: str
+    command: str | None = None
+    path: str | None = None
+    tool: str | None = None
+    exit_code: int | None = None
+
+
+def _blocks_text(value: Any) -> str | None:
+    """Text of MCP/Messages content blocks (a list of ``{type: text, text}``), or None."""
+    if isinstance(value, dict) and isinstance(value.get("content"), list):
+        value = value["content"]
+    if not isinstance(value, list) or not value:
+        return None
+    parts = []
+    for block in value:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, str):
+            parts.append(block)
+        else:
+            return None  # an image or resource: not text we can stand in for
+    return "\n".join(parts)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1, default=str)
+
+
+def tool_output(tool_name: str, tool_input: Any, tool_response: Any) -> ToolOutput | None:
+    """What a tool call's result is, as text to store; None when there is nothing to store (an
+    edit, a task-list update, the gardener's own tools, an empty result)."""
+    name = str(tool_name or "")
+    if not name or name in SKIPPED or OWN_TOOL.match(name):
+        return None
+    args = tool_input if isinstance(tool_input, dict) else {}
+    resp = tool_response
+    command = path = None
+    code = None
+    if isinstance(resp, str):
+        text = resp
+        m = _EXIT_CODE.match(resp)
+        if m:
+            code = int(m.group(1))
+    elif name in ("Bash", "PowerShell", "BashOutput") and isinstance(resp, dict):
+        out, err = str(resp.get("stdout") or ""), str(resp.get("stderr") or "")
+        text = out + ("\n" if out and err else "") + err
+        if isinstance(resp.get("exitCode"), int):
+            code = resp["exitCode"]
+    elif name == "Read" and isinstance(resp, dict):
+        file = resp.get("file") if isinstance(resp.get("file"), dict) else {}
+        if resp.get("type") not in (None, "text") or not isinstance(file.get("content"), str):
+            return None  # image, PDF, notebook: not text the compressors read
+        text, path = file["content"], file.get("filePath") or args.get("file_path")
+    elif name in ("Grep", "Glob") and isinstance(resp, dict):
+        if isinstance(resp.get("content"), str) and resp.get("content"):
+            text = resp["content"]
+        else:
+            text = "\n".join(str(f) for f in resp.get("filenames") or [])
+    elif name == "WebFetch" and isinstance(resp, dict):
+        text = str(resp.get("result") or "")
+    else:
+        text = _blocks_text(resp)
+        if text is None:
+            if resp is None or resp == {} or resp == []:
+                return None
+            text = _dumps(resp)
+    if name in ("Bash", "PowerShell"):
+        command = str(args.get("command") or "") or None
+    elif name in ("Grep", "Glob"):
+        pattern = args.get("pattern")
+        command = f"{name} {pattern}" if pattern else name
+    elif name == "WebFetch":
+        url = args.get("url") or (resp.get("url") if isinstance(resp, dict) else None)
+        command = f"WebFetch {url}" if url else name
+    elif name != "Read":
+        command = name
+    if not text or not text.strip():
+        return None
+    return ToolOutput(text, command, path, None if name in ("Bash", "PowerShell") else name, code)
+
+
+def can_replace(tool_name: str, version: tuple[int, int, int] | None) -> bool:
+    """Whether this Claude Code lets a PostToolUse hook replace this tool's output, and the
+    gardener wants to (see the module docstring)."""
+    if tool_name.startswith("mcp__"):
+        return True
+    if tool_name not in REPLACEABLE:
+        return False
+    return version is None or version >= ALL_TOOLS_SINCE
+
+
+def _max_output() -> int:
+    try:
+        return max(1, int(os.environ.get(MAX_OUTPUT_ENV, "") or REPLACE_MIN_TOKENS))
+    except ValueError:
+        return REPLACE_MIN_TOKENS
+
+
+# --- payload helpers ---
+
+
+def claude_version(transcript_path: Any) -> tuple[int, int, int] | None:
+    """The Claude Code version that writes this transcript (its records carry ``version``)."""
+    if not transcript_path:
+        return None
+    try:
+        with open(transcript_path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - VERSION_SCAN))
+            tail = fh.read()
+    except OSError:
+        return None
+    found = _VERSION.findall(tail)
+    if not found:
+        return None
+    return tuple(int(x) for x in found[-1])  # type: ignore[return-value]
+
+
+def _store_dir(payload: dict) -> Path:
+    from .project import store_location
+
+    return store_location(payload.get("cwd") or None)[0]
+
+
+def _open(payload: dict):
+    """The project's store for one hook process: no vectors, no threads beyond SQLite's
+    checkpointer (the MCP server embeds what hooks queue)."""
+    from .. import preload
+    from .project import client_session_id, open_project_store
+
+    # The numeric stack is preloaded only to keep threads from importing it concurrently; a hook
+    # starts no such thread, and the import costs ~0.5 s, more than the whole hook's budget.
+    preload._done = True
+    return open_project_store(
+        payload.get("cwd") or None,
+        vectors=False,
+        worker=False,
+        session_id=client_session_id(CLIENT, payload.get("session_id")),
+    )
+
+
+def _state_path(store_dir: Path, payload: dict) -> Path:
+    from .project import client_session_id
+
+    sid = client_session_id(CLIENT, payload.get("session_id")) or "claude-unknown"
+    return store_dir / STATE_DIRNAME / f"{sid}.json"
+
+
+def _load_state(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_state(path: Path, state: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(state), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as err:
+        log.warning("gardener: hook state not saved (%s)", err)
+
+
+def _hook_output(event: str, **fields: Any) -> dict:
+    specific = {k: v for k, v in fields.items() if v is not None}
+    return {"hookSpecificOutput": {"hookEventName": event, **specific}} if specific else {}
+
+
+# --- PostToolUse ---
+
+
+def post_tool_use(payload: dict) -> dict:
+    name = str(payload.get("tool_name") or "")
+    out = tool_output(name, payload.get("tool_input"), payload.get("tool_response"))
+    if out is None:
+        return {}
+    from ..types import Source
+
+    store = _open(payload)
+    try:
+        entry = store.ingest(
+            out.text, Source(role="tool", command=out.command, path=out.path), tool=out.tool
+        )
+    finally:
+        store.close()
+    if not getattr(entry, "stored", False):
+        return {}  # the store kept nothing: the model must keep seeing the original
+    full, short = entry.tokens_original, entry.tokens_summary
+    version = claude_version(payload.get("transcript_path"))
+    if (
+        can_replace(name, version)
+        and full > _max_output()
+        and short <= REPLACE_MAX_RATIO * full
+        and entry.summary != entry.original
+    ):
+        text = (
+            f"{entry.summary}\n[gardener: {full:,} -> {short:,} tokens; the expand tool of the"
+            f" gardener MCP server returns the full output of id={entry.id}]"
+        )
+        fields: dict[str, Any] = {"updatedToolOutput": text}
+        if name.startswith("mcp__"):
+            resp = payload.get("tool_response")
+            blocks = resp.get("content") if isinstance(resp, dict) else resp
+            shaped = [{"type": "text", "text": text}] if isinstance(blocks, list) else text
+            fields["updatedMCPToolOutput"] = shaped
+        return _hook_output("PostToolUse", **fields)
+    if full >= NOTE_MIN_TOKENS:
+        note = (
+            f"[gardener: stored as id={entry.id} ({full:,} tokens, {entry.cls}); recall it later"
+            " with the gardener's recall/expand tools]"
+        )
+        return _hook_output("PostToolUse", additionalContext=note)
+    return {}
+
+
+# --- UserPromptSubmit ---
+
+
+def _warning(usage: Any, state: dict) -> tuple[str | None, str | None]:
+    """(message for the user, note for the model) when usage crosses a warning level; each
+    level fires once until usage falls ``REARM_MARGIN`` below it."""
+    pct = usage.percent
+    warned = int(state.get("warned") or 0)
+    if warned and pct < warned - REARM_MARGIN:
+        warned = 0
+    level = next((lvl for lvl in WARN_LEVELS if pct >= lvl), 0)
+    state["warned"] = max(warned, level) if level else warned
+    if not level or level <= warned:
+        return None, None
+    figures = f"{pct:.0f}% ({usage.used:,} of {usage.window:,} tokens)"
+    if level >= WARN_LEVELS[0]:
+        user = (
+            f"gardener: context {figures}: Claude Code will compact soon; the gardener's"
+            " checkpoint and state block will carry the session over"
+        )
+        model = (
+            f"[gardener: context is {figures} full. Compaction is near: prefer the gardener's"
+            " recall tool to re-reading large files or re-running long commands.]"
+        )
+    else:
+        user = f"gardener: context {figures}"
+        model = (
+            f"[gardener: context is {figures} full. Large outputs are stored; recall them by id"
+            " with the gardener's tools instead of repeating them.]"
+        )
+    return user, model
+
+
+def _in_context(store: Any, session_id: str | None, since: float) -> set[str]:
+    """Ids this session stored since ``since`` (its last compaction): the context holds them."""
+    if not session_id:
+        return set()
+
+    def q(c):
+        rows = c.execute(
+            "SELECT entry_id FROM entry_sessions WHERE session_id = ? AND first_seen >= ?",
+            (session_id, since),
+        )
+        return {r[0] for r in rows}
+
+    try:
+        return store.read(q)
+    except Exception as err:  # noqa: BLE001 - recall may repeat something, no more
+        log.warning("gardener: reading this session's entries failed (%s)", err)
+        return set()
+
+
+def _recall_block(store: Any, prompt: str, skip: set[str], budget: int) -> tuple[str, list[str]]:
+    """Recalled summaries for ``prompt`` within ``budget`` tokens, and their ids."""
+    from ..tokens import count_tokens
+
+    if len(prompt.strip()) < RAG_MIN_CHARS or prompt.lstrip().startswith("/"):
+        return "", []
+    hits = store.recall(prompt, limit=RAG_HITS + len(skip), mode="fts")
+    head = "[gardener: stored context that may bear on this request (recall/expand for more)]"
+    used = count_tokens(head)
+    parts, ids = [head], []
+    for hit in hits:
+        if hit.entry_id in skip or len(ids) >= RAG_HITS:
+            continue
+        where = f" {hit.source_path}" if hit.source_path else ""
+        block = f"--- id={hit.entry_id} ({hit.cls}{where})\n{hit.text.strip()}"
+        cost = count_tokens(block)
+        if used + cost > budget:
+            continue
+        parts.append(block)
+        ids.append(hit.entry_id)
+        used += cost
+    return ("\n".join(parts), ids) if ids else ("", [])
+
+
+def user_prompt_submit(payload: dict) -> dict:
+    from .transcript import save_usage, usage_from_transcript
+
+    store_dir = _store_dir(payload)
+    state_path = _state_path(store_dir, payload)
+    state = _load_state(state_path)
+    user_msg = model_note = None
+    usage = usage_from_transcript(payload.get("transcript_path"), payload.get("model"))
+    if usage is not None:
+        save_usage(store_dir, usage)
+        user_msg, model_note = _warning(usage, state)
+    context = [model_note] if model_note else []
+    prompt = str(payload.get("prompt") or "")
+    if len(prompt.strip()) >= RAG_MIN_CHARS and (store_dir / "store.sqlite").exists():
+        store = _open(payload)
+        try:
+            since = float(state.get("compacted_at") or 0.0)
+            skip = _in_context(store, store.session_id, since) | set(state.get("recalled") or [])
+            block, ids = _recall_block(store, prompt, skip, RAG_BUDGET)
+        finally:
+            store.close()
+        if block:
+            context.append(block)
+            state["recalled"] = list(dict.fromkeys([*(state.get("recalled") or []), *ids]))
+    _save_state(state_path, state)
+    out = _hook_output("UserPromptSubmit", additionalContext="\n\n".join(context) or None)
+    if user_msg:
+        out["systemMessage"] = user_msg
+    return out
+
+
+# --- facts from a transcript ---
+
+
+def _records(path: Any):
+    try:
+        fh = open(path, "rb")
+    except (OSError, TypeError):
+        return
+    with fh:
+        for line in fh:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and not record.get("isSidechain"):
+                yield record
+
+
+def _relative(path: Any, root: Path) -> str | None:
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except (ValueError, OSError):
+        return path
+
+
+def facts_from_transcript(path: Any, root: Path, tracker: Any = None) -> Any:
+    """The session's facts (a ``FactTracker``) from a Claude Code transcript: user prompts,
+    replies, command outputs (with the entry ids the PostToolUse hook stored them under), reads
+    and edits, in order; subagent records are left out."""
+    from ..continuity.tracker import FactTracker
+    from ..pipeline import entry_id
+
+    tracker = tracker or FactTracker()
+    uses: dict[str, tuple[str, dict]] = {}
+    turn = 0
+    for record in _records(path):
+        message = record.get("message")
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if record.get("type") == "user":
+            if isinstance(content, str):
+                if record.get("isCompactSummary") or record.get("isMeta"):
+                    continue
+                turn += 1
+                tracker.on_prompt(content, turn)
+                continue
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text" and not record.get("isMeta"):
+                    turn += 1
+                    tracker.on_prompt(block.get("text", ""), turn)
+                elif block.get("type") == "tool_result":
+                    name, args = uses.get(block.get("tool_use_id"), ("", {}))
+                    result = record.get("toolUseResult", block.get("content"))
+                    _observe_result(tracker, name, args, result, block, turn, root, entry_id)
+        elif record.get("type") == "assistant" and isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text" and block.get("text"):
+                    tracker.on_reply(block["text"], turn)
+                elif block.get("type") == "tool_use":
+                    args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                    uses[block.get("id")] = (str(block.get("name") or ""), args)
+    return tracker
+
+
+def _observe_result(tracker, name, args, result, block, turn, root, entry_id) -> None:
+    if name in ("Edit", "MultiEdit", "Write", "NotebookEdit"):
+        if block.get("is_error"):
+            return
+        path = _relative(args.get("file_path") or args.get("notebook_path"), root)
+        if path:
+            created = [path] if isinstance(result, dict) and result.get("type") == "create" else []
+            tracker.on_edit_applied([path], turn, created=created)
+        return
+    out = tool_output(name, args, result)
+    if out is None:
+        return
+    if name == "Read":
+        path = _relative(out.path, root)
+        if path:
+            tracker.on_files_added([path], turn)
+        return
+    if name in ("Bash", "PowerShell"):
+        code = out.exit_code
+        if code is None and block.get("is_error"):
+            code = 1
+        elif code is None:
+            code = 0
+        tracker.on_output(out.command, out.text, turn, entry_id(out.text), exit_code=code)
+
+
+# --- PreCompact / SessionStart ---
+
+
+def _checkpoint_dir(store_dir: Path) -> Path:
+    """Where the Aider session keeps them too (``integration.continuity.CHECKPOINT_DIRNAME``;
+    not imported from there: that module imports Aider, seconds a hook cannot spend)."""
+    return store_dir / CHECKPOINT_DIRNAME
+
+
+def _state_block(book: Any) -> str:
+    from ..continuity.state import render_state
+
+    return render_state(book, max_tokens=STATE_TOKENS, model="gpt-4o")
+
+
+def pre_compact(payload: dict) -> dict:
+    """Write a verified checkpoint and return ``{"text": instructions}`` for the compaction."""
+    from ..continuity.checkpoint import (
+        carried_facts,
+        load_latest,
+        read_checkpoint,
+        render_checkpoint,
+        write_checkpoint,
+    )
+    from ..continuity.tracker import FactTracker
+    from .project import client_session_id, project_dir
+
+    store_dir = _store_dir(payload)
+    root = project_dir(payload.get("cwd") or None)
+    folder = _checkpoint_dir(store_dir)
+    sid = client_session_id(CLIENT, payload.get("session_id")) or "claude-unknown"
+    latest = load_latest(folder, warn=log.warning, project=str(root)) if folder.is_dir() else None
+    tracker = FactTracker(carried_facts(latest.facts)) if latest and latest.session != sid else None
+    tracker = facts_from_transcript(payload.get("transcript_path"), root, tracker)
+    book = tracker.book
+    trigger = "manual" if payload.get("trigger") == "manual" else "pressure"
+    text = render_checkpoint(
+        book,
+        trigger=trigger,
+        session=sid,
+        project=str(root),
+        note=f"Claude Code PreCompact ({payload.get('trigger') or 'auto'})",
+    )
+    path = write_checkpoint(folder, text)
+    checkpoint = read_checkpoint(path)  # verified: written, read back, and parsed again
+    if not checkpoint.verified:
+        raise RuntimeError(f"checkpoint {path} reads back unverified")
+    _save_facts(payload, book)
+    state_path = _state_path(store_dir, payload)
+    state = _load_state(state_path)
+    state.update(compacted_at=time.time(), recalled=[], checkpoint=str(path))
+    _save_state(state_path, state)
+    block = _state_block(checkpoint.facts)
+    lines = [
+        "Keep the following session state, kept by aider-gardener, verbatim in the summary:",
+        block or "(no facts recorded yet)",
+        f"Full checkpoint: {path}. Outputs cited as id=… are stored: the gardener's recall and"
+        " expand tools return them.",
+    ]
+    return {"text": "\n".join(lines), "checkpoint": str(path)}
+
+
+def _save_facts(payload: dict, book: Any) -> None:
+    """The facts go to the store too, so the MCP server and a later Aider session can read
+    them (the checkpoint file is the copy that needs no store)."""
+    from ..store.facts import save_facts
+
+    store = _open(payload)
+    try:
+        save_facts(store, store.session_id, list(book))
+    except Exception as err:  # noqa: BLE001 - the checkpoint file holds them already
+        log.warning("gardener: facts not saved in the store (%s)", err)
+    finally:
+        store.close()
+
+
+def session_start(payload: dict) -> dict:
+    from ..continuity.checkpoint import carried_facts, load_latest
+    from .project import client_session_id, project_dir
+
+    source = str(payload.get("source") or "startup")
+    store_dir = _store_dir(payload)
+    folder = _checkpoint_dir(store_dir)
+    if not folder.is_dir():
+        return {}
+    root = project_dir(payload.get("cwd") or None)
+    latest = load_latest(folder, warn=log.warning, project=str(root))
+    if latest is None:
+        return {}
+    sid = client_session_id(CLIENT, payload.get("session_id"))
+    if source == "compact":
+        state_path = _state_path(store_dir, payload)
+        state = _load_state(state_path)
+        state.update(compacted_at=time.time(), recalled=[])
+        _save_state(state_path, state)
+    if source in ("compact", "resume") or latest.session == sid:
+        book, what = latest.facts, "restored from the checkpoint written"
+    else:
+        book, what = carried_facts(latest.facts), "carried over from the checkpoint of"
+        if not len(book):
+            return {}
+    block = _state_block(book)
+    if not block:
+        return {}
+    text = (
+        f"{block}\n[gardener: {what} {latest.created} ({latest.trigger}), {latest.path};"
+        " ids are stored outputs: the gardener's recall/expand tools return them]"
+    )
+    return _hook_output("SessionStart", additionalContext=text)
+
+
+# --- entry points ---
+
+HANDLERS = {
+    "PostToolUse": post_tool_use,
+    "UserPromptSubmit": user_prompt_submit,
+    "PreCompact": pre_compact,
+    "SessionStart": session_start,
+}
+
+
+def handle(event: str, payload: dict) -> dict:
+    """The answer to one hook event: the JSON to print (``{}`` for nothing to say). PreCompact
+    answers ``{"text": ..., "checkpoint": path}``: Claude Code takes plain text from that hook,
+    so ``main`` prints ``text`` alone. Raises on internal errors (``main`` logs them)."""
+    fn = HANDLERS.get(event)
+    if fn is None or not isinstance(payload, dict):
+        return {}
+    return fn(payload)
+
+
+def render(event: str, answer: dict) -> str:
+    """What ``main`` prints for ``handle``'s answer."""
+    if event == "PreCompact":
+        return str(answer.get("text") or "")
+    return json.dumps(answer, ensure_ascii=False) if answer else ""
+
+
+def _log_line(store_dir: Path | None, event: str, message: str) -> None:
+    """One line in ``<store>/hooks.log``; never raises."""
+    try:
+        folder = store_dir or _store_dir({})
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = folder / LOG_NAME
+        try:
+            if path.stat().st_size > LOG_MAX_BYTES:
+                os.replace(path, path.with_name(LOG_NAME + ".1"))
+        except OSError:
+            pass
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        line = " ".join(message.split())[:2000]
+        with open(path, "a", encoding="utf-8", errors="replace") as fh:
+            fh.write(f"{stamp} {event or '?'} {line}\n")
+    except Exception:  # noqa: BLE001 - the log is the last resort
+        pass
+
+
+class _LogHandler(logging.Handler):
+    """The store's and continuity's warnings go to hooks.log, not to Claude Code's stderr."""
+
+    def __init__(self, where: list) -> None:
+        super().__init__(logging.WARNING)
+        self.where = where
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _log_line(self.where[0], self.where[1], record.getMessage())
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _read_stdin(limit: int = MAX_STDIN) -> tuple[bytes, int]:
+    """At most ``limit`` bytes of stdin and the total size (the rest is drained, so Claude Code
+    never blocks writing to us)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return b"", 0
+    data = stream.read(limit + 1)
+    total = len(data)
+    if total > limit:
+        while True:
+            chunk = stream.read(1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+        return b"", total
+    return data, total
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``gardener-hook [EVENT]``: hook JSON on stdin, the answer on stdout, exit 0."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    event = args[0] if args else ""
+    where: list = [None, event]
+    handler = _LogHandler(where)
+    root_log = logging.getLogger("aider_gardener")
+    root_log.addHandler(handler)
+    root_log.propagate = False
+    try:
+        raw, total = _read_stdin()
+        if total > MAX_STDIN:
+            _log_line(None, event, f"input of {total:,} bytes over {MAX_STDIN:,}: ignored")
+            return 0
+        text = raw.decode("utf-8", "surrogateescape").strip()
+        if not text:
+            _log_line(None, event, "empty input: nothing to do")
+            return 0
+        try:
+            payload = json.loads(text)
+        except ValueError as err:
+            _log_line(None, event, f"input is not JSON ({err}): ignored")
+            return 0
+        if not isinstance(payload, dict):
+            _log_line(None, event, f"input is JSON {type(payload).__name__}, not an object")
+            return 0
+        event = event or str(payload.get("hook_event_name") or "")
+        where[1] = event
+        try:
+            where[0] = _store_dir(payload)
+        except Exception:  # noqa: BLE001
+            where[0] = None
+        if event not in HANDLERS:
+            _log_line(where[0], event, f"unknown hook event {event!r}: ignored")
+            return 0
+        out = render(event, handle(event, payload))
+        if out:
+            sys.stdout.write(out + ("\n" if not out.endswith("\n") else ""))
+            sys.stdout.flush()
+        return 0
+    except Exception as err:  # noqa: BLE001 - never break Claude Code
+        tb = traceback.extract_tb(err.__traceback__)
+        at = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+        _log_line(where[0], event, f"internal error {type(err).__name__}: {err}{at}")
+        return 0
+    finally:
+        root_log.removeHandler(handler)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
