@@ -1,0 +1,465 @@
+"""gardener-mcp over real stdio: the `mcp` client library talking to a real ``gardener-mcp``
+subprocess, over a real store in a temp git repository holding real tool outputs (ingested the
+way a Claude Code hook does: a short process, vectors off, chunks left pending for the server's
+embedding worker), real SQLite, real chromadb and the real embedding model."""
+
+import asyncio
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from aider_gardener.clients import project
+from aider_gardener.types import Source
+
+SERVER = Path(sys.executable).with_name("gardener-mcp")
+SIX = {"recall", "expand", "forget", "pin", "checkpoint", "context_pressure"}
+OFFLINE_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "GARDENER_TORCH_THREADS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "AIDER_CHECK_UPDATE": "false",
+    "AIDER_ANALYTICS_DISABLE": "true",
+}
+# name -> the command a hook would record it under
+OUTPUTS = {
+    "pytest_failures_typeerror__X_Ray_LLM.log": "pytest -x",
+    "cargo_compile_error__tsql_wasm.txt": "cargo build",
+    "tsc_errors__wealth-aggregator.txt": "npx tsc --noEmit",
+    "loghub_HDFS_2k.log": "cat hdfs.log",
+}
+CLIENT_SESSION = "claude-0f3c9e1a-test"
+MODEL_READY_TIMEOUT = 420.0  # a fresh store exports the ONNX model once, in a child process
+
+
+class McpClient:
+    """A ``ClientSession`` to a ``gardener-mcp`` subprocess, driven from synchronous tests: the
+    session lives in its own thread's event loop for as long as the fixture does."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.args, self.env, self.cwd = args, env, cwd
+        self.loop = asyncio.new_event_loop()
+        self.session = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(120):
+            raise RuntimeError("gardener-mcp did not finish the MCP handshake in 120 s")
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        params = StdioServerParameters(
+            command=str(SERVER), args=self.args, env=self.env, cwd=str(self.cwd)
+        )
+        self._stop = asyncio.Event()
+        try:
+            async with stdio_client(params, errlog=sys.stderr) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    self.session = session
+                    self._ready.set()
+                    await self._stop.wait()
+        except BaseException as err:  # noqa: BLE001 - surfaced to the test
+            self._error = err
+        finally:
+            self._ready.set()
+
+    def _do(self, coro, timeout: float = 120.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def list_tools(self):
+        return self._do(self.session.list_tools())
+
+    def call(self, name: str, args: dict | None = None, timeout: float = 120.0):
+        return self._do(self.session.call_tool(name, args or {}), timeout)
+
+    def ok(self, name: str, args: dict | None = None) -> dict:
+        res = self.call(name, args)
+        assert not res.isError, res.content[0].text
+        return res.structuredContent
+
+    def error(self, name: str, args: dict | None = None) -> str:
+        res = self.call(name, args)
+        assert res.isError, f"{name}({args}) should fail, got {res.content[0].text[:300]}"
+        return res.content[0].text
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIDER_GARDENER", "CLAUDE"))}
+    env.update(OFFLINE_ENV, HOME=str(home))
+    return env
+
+
+def _repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def _ingest(repo: Path, files: dict[str, Path]) -> dict[str, object]:
+    """Store the outputs as a hook does: a short-lived process's store, no vectors, no worker."""
+    store = project.open_project_store(repo, vectors=False, worker=False, session_id=CLIENT_SESSION)
+    try:
+        out = {}
+        for name, path in files.items():
+            entry = store.ingest(path.read_bytes(), Source(role="tool", command=OUTPUTS[name]))
+            assert entry.stored
+            out[name] = entry
+        return out
+    finally:
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def outputs(tool_outputs_dir) -> dict[str, Path]:
+    files = {name: tool_outputs_dir / name for name in OUTPUTS}
+    missing = [n for n, p in files.items() if not p.is_file()]
+    if missing:
+        pytest.skip(f"shared tool outputs missing: {missing}")
+    return files
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, outputs):
+    if not SERVER.is_file():
+        pytest.skip(f"{SERVER} is not installed (pip install -e .)")
+    base = tmp_path_factory.mktemp("mcp")
+    repo = _repo(base / "repo")
+    (repo / "sub").mkdir()
+    entries = _ingest(repo, outputs)
+    home = base / "home"
+    home.mkdir()
+    # Started from a subfolder: the store is found at the git root, as Aider finds it.
+    client = McpClient([], _env(home), repo / "sub")
+    yield {"repo": repo, "home": home, "client": client, "entries": entries, "files": outputs}
+    client.close()
+
+
+def _db(repo: Path) -> sqlite3.Connection:
+    return sqlite3.connect(repo / ".aider.gardener" / "store.sqlite")
+
+
+# --- the tools ---------------------------------------------------------------------------------
+
+
+def test_lists_the_six_tools(world):
+    tools = {t.name: t for t in world["client"].list_tools().tools}
+    assert set(tools) == SIX
+    schema = tools["recall"].inputSchema
+    assert set(schema["properties"]) == {"query", "class", "limit", "full"}
+    assert schema["required"] == ["query"]
+    assert set(tools["expand"].inputSchema["properties"]) >= {"id", "offset"}
+    assert tools["recall"].annotations.readOnlyHint is True
+    assert tools["forget"].annotations.destructiveHint is True
+
+
+def test_recall_finds_a_stored_error_by_identifier(world):
+    client, entries = world["client"], world["entries"]
+    pytest_entry = entries["pytest_failures_typeerror__X_Ray_LLM.log"]
+    got = client.ok("recall", {"query": "build_json_report TypeError"})
+    top = got["hits"][0]
+    assert top["id"] == pytest_entry.id
+    assert top["class"] == pytest_entry.cls == "error"
+    assert top["source"] == "pytest -x"
+    assert top["tokens"] == pytest_entry.tokens_original > top["tokens_summary"]
+    assert top["score"] > 0
+    assert any("build_json_report" in m["text"] for m in top["matching_lines"])
+    assert "build_json_report" in top["summary"]
+
+    cargo = entries["cargo_compile_error__tsql_wasm.txt"]
+    got = client.ok("recall", {"query": "E0432 SessionId", "limit": 2})
+    assert got["hits"][0]["id"] == cargo.id
+    assert len(got["hits"]) <= 2
+    # by id, as /recall ID
+    got = client.ok("recall", {"query": f"id={cargo.id}"})
+    assert [h["id"] for h in got["hits"]] == [cargo.id]
+
+
+def test_recall_class_filter_and_full(world):
+    client, entries = world["client"], world["entries"]
+    tsc = entries["tsc_errors__wealth-aggregator.txt"]
+    hits = client.ok("recall", {"query": "TS2339 RecurringPattern"})["hits"]
+    assert hits and hits[0]["id"] == tsc.id
+    other = [c for c in ("log", "code", "prose") if c != str(tsc.cls)]
+    filtered = client.ok("recall", {"query": "TS2339 RecurringPattern", "class": ",".join(other)})
+    assert tsc.id not in [h["id"] for h in filtered["hits"]]
+    full = client.ok("recall", {"query": "TS2339 RecurringPattern", "limit": 1, "full": True})
+    assert (
+        full["hits"][0]["original"]
+        == world["files"]["tsc_errors__wealth-aggregator.txt"].read_text()
+    )
+
+
+def test_expand_returns_the_original_byte_for_byte(world):
+    client, entries, files = world["client"], world["entries"], world["files"]
+    name = "pytest_failures_typeerror__X_Ray_LLM.log"
+    res = client.call("expand", {"id": entries[name].id})
+    assert not res.isError
+    assert res.content[1].text.encode("utf-8") == files[name].read_bytes()
+    assert res.structuredContent["next_offset"] is None
+
+    # a long one, in pages, put back together
+    name = "loghub_HDFS_2k.log"
+    want = files[name].read_bytes()
+    pages, offset = [], 0
+    while offset is not None:
+        res = client.call("expand", {"id": entries[name].id, "offset": offset, "length": 100_000})
+        assert not res.isError, res.content[0].text
+        pages.append(res.content[1].text)
+        offset = res.structuredContent["next_offset"]
+    assert len(pages) == 3
+    assert "".join(pages).encode("utf-8") == want
+
+
+def test_bad_input_gives_tool_errors_and_the_server_goes_on(world):
+    client, entries = world["client"], world["entries"]
+    assert "No stored entry abcdefghij" in client.error("expand", {"id": "abcdefghij"})
+    assert "not an entry id" in client.error("expand", {"id": "../../etc/passwd"})
+    assert "not an entry id" in client.error("pin", {"id": ""})
+    assert "No stored entry" in client.error("forget", {"id": "zzzzzzzzzz"})
+    assert "needs a query" in client.error("recall", {"query": "   "})
+    assert "unknown class bogus" in client.error("recall", {"query": "x", "class": "bogus"})
+    some = entries["cargo_compile_error__tsql_wasm.txt"].id
+    assert "outside" in client.error("expand", {"id": some, "offset": 10**9})
+    res = client.call("recall", {"limit": 3})  # missing the required argument
+    assert res.isError
+    # still serving
+    assert client.ok("recall", {"query": "E0432"})["hits"]
+
+
+def test_forget_hides_from_recall_and_undo_restores(world, tmp_path):
+    client = world["client"]
+    # an entry of its own (the shared ones serve the other tests), with a copy pasted into a
+    # later message, stored as an entry too: forget hides both, as /forget does
+    text = (
+        "$ cargo check -p quux_forget\n"
+        + world["files"]["cargo_compile_error__tsql_wasm.txt"].read_text()[:1500]
+    )
+    store = project.open_project_store(
+        world["repo"], vectors=False, worker=False, session_id=CLIENT_SESSION
+    )
+    try:
+        target = store.ingest(text, Source(role="tool", command="cargo check -p quux_forget"))
+        copy = store.ingest("see this:\n" + text + "\nwhat now?", Source(role="user"), cls="prompt")
+    finally:
+        store.close()
+
+    def ids(query):
+        return [h["id"] for h in client.ok("recall", {"query": query, "limit": 20})["hits"]]
+
+    assert target.id in ids("quux_forget")
+
+    got = client.ok("forget", {"id": target.id})
+    assert set(got["hidden"]) == {target.id, copy.id}
+    assert target.id not in ids("quux_forget E0432")
+    assert copy.id not in ids("quux_forget E0432 what now")
+    assert "is forgotten" in client.error("expand", {"id": target.id})
+    assert "already forgotten" in client.error("forget", {"id": target.id})
+    with _db(world["repo"]) as db:
+        row = db.execute("SELECT active, deleted_reason FROM entries WHERE id=?", (target.id,))
+        assert row.fetchone() == (0, "forget")
+
+    got = client.ok("forget", {"id": target.id, "undo": True})
+    assert set(got["restored"]) == {target.id, copy.id}
+    assert target.id in ids("quux_forget")
+
+
+def test_pin(world):
+    client = world["client"]
+    eid = world["entries"]["tsc_errors__wealth-aggregator.txt"].id
+    assert client.ok("pin", {"id": f"id={eid}"})["pinned"] is True
+    with _db(world["repo"]) as db:
+        assert db.execute("SELECT pinned FROM entries WHERE id=?", (eid,)).fetchone() == (1,)
+    hit = client.ok("recall", {"query": eid})["hits"][0]
+    assert hit["pinned"] is True
+    assert client.ok("pin", {"id": eid, "undo": True})["pinned"] is False
+    with _db(world["repo"]) as db:
+        assert db.execute("SELECT pinned FROM entries WHERE id=?", (eid,)).fetchone() == (0,)
+
+
+def test_checkpoint_is_what_aiders_checkpoints_lists(world):
+    from aider_gardener.continuity.checkpoint import (
+        describe_counts,
+        list_checkpoints,
+        read_checkpoint,
+    )
+    from aider_gardener.continuity.facts import Fact
+    from aider_gardener.integration.continuity import CHECKPOINT_DIRNAME
+    from aider_gardener.store.facts import save_facts
+
+    # the facts a client session saved (as the hooks may), which the checkpoint must hold
+    store = project.open_project_store(
+        world["repo"], vectors=False, worker=False, session_id=CLIENT_SESSION
+    )
+    try:
+        save_facts(
+            store,
+            CLIENT_SESSION,
+            [
+                Fact(
+                    id=1, kind="decision", key="db", text="use sqlite instead of postgres", turn=1
+                ),
+                Fact(id=2, kind="constraint", key="py", text="must support python 3.10", turn=2),
+            ],
+        )
+    finally:
+        store.close()
+
+    got = world["client"].ok("checkpoint", {"note": "before the refactor"})
+    assert got["verified"] is True and got["facts"] == 2
+    path = Path(got["path"])
+    assert path.parent == world["repo"] / ".aider.gardener" / CHECKPOINT_DIRNAME
+    assert list_checkpoints(path.parent)[0] == path  # the newest, as /checkpoints lists them
+    parsed = read_checkpoint(path)
+    assert parsed.verified and parsed.note == "before the refactor"
+    assert parsed.trigger == "manual" and parsed.session == CLIENT_SESSION
+    assert parsed.project == str(world["repo"].resolve())
+    assert "1 decision, 1 constraint" in describe_counts(parsed.facts)
+    assert "use sqlite instead of postgres" in path.read_text()
+
+
+def test_context_pressure_counts_the_store(world):
+    got = world["client"].ok("context_pressure")
+    with _db(world["repo"]) as db:
+        n, orig, summ = db.execute(
+            "SELECT count(*), sum(tokens_original), sum(tokens_summary) FROM entries"
+            " WHERE active = 1"
+        ).fetchone()
+        sn, sorig = db.execute(
+            "SELECT count(*), sum(e.tokens_original) FROM entries e JOIN entry_sessions s"
+            " ON s.entry_id = e.id WHERE s.session_id = ? AND e.active = 1",
+            (CLIENT_SESSION,),
+        ).fetchone()
+    assert got["project"]["entries"] == n
+    assert got["project"]["tokens_original"] == orig
+    assert got["project"]["tokens_summary"] == summ < orig
+    assert got["session"]["session_id"] == CLIENT_SESSION
+    assert (got["session"]["entries"], got["session"]["tokens_original"]) == (sn, sorig)
+    assert "project:" in got["message"]
+    assert got["search"] in ("hybrid", "full-text (embedding model loading)")
+
+
+def test_worker_embeds_what_hooks_left_pending(world):
+    """The server is the long-lived process: its worker embeds the chunks the hook-like
+    ingest left pending, and recall turns hybrid once the model is loaded."""
+    client = world["client"]
+    deadline = time.monotonic() + MODEL_READY_TIMEOUT
+    while True:
+        got = client.ok("context_pressure")
+        if got["search"] == "hybrid" and got["pending_embeddings"] == 0:
+            break
+        if got["search"].startswith("full-text (vector"):
+            pytest.skip(f"vectors unavailable here: {got['search']}")
+        assert time.monotonic() < deadline, f"still {got['search']}, {got['pending_embeddings']}"
+        time.sleep(2)
+    eid = world["entries"]["pytest_failures_typeerror__X_Ray_LLM.log"].id
+    got = client.ok("recall", {"query": "build_json_report takes 2 positional arguments"})
+    assert got["search"] == "hybrid"
+    assert got["hits"][0]["id"] == eid
+    assert got["hits"][0]["found_by"] == "fts+vector"
+
+
+# --- the store in trouble ----------------------------------------------------------------------
+
+
+def test_locked_store_is_a_tool_error_then_recovers(tmp_path, outputs):
+    if not SERVER.is_file():
+        pytest.skip("gardener-mcp not installed")
+    repo = _repo(tmp_path / "repo")
+    entry = _ingest(
+        repo, {"cargo_compile_error__tsql_wasm.txt": outputs["cargo_compile_error__tsql_wasm.txt"]}
+    )["cargo_compile_error__tsql_wasm.txt"]
+    holder = sqlite3.connect(repo / ".aider.gardener" / "store.sqlite", isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("UPDATE entries SET refs = refs")
+    client = McpClient(["--no-vectors"], _env(tmp_path), repo)
+    try:
+        message = client.error("recall", {"query": "E0432"})
+        assert "store is unavailable" in message and "locked" in message
+        holder.execute("COMMIT")
+        holder.close()
+        time.sleep(2.5)  # the server retries the real store after a short pause
+        hits = client.ok("recall", {"query": "E0432"})["hits"]
+        assert [h["id"] for h in hits] == [entry.id]
+    finally:
+        client.close()
+        holder.close()
+
+
+def test_corrupt_store_is_moved_aside_and_the_server_serves(tmp_path):
+    if not SERVER.is_file():
+        pytest.skip("gardener-mcp not installed")
+    repo = _repo(tmp_path / "repo")
+    folder = repo / ".aider.gardener"
+    folder.mkdir()
+    (folder / "store.sqlite").write_bytes(b"this is not a database" * 100)
+    client = McpClient(["--no-vectors"], _env(tmp_path), repo)
+    try:
+        got = client.ok("recall", {"query": "anything"})
+        assert got["hits"] == [] and "Nothing stored matches" in got["message"]
+        assert client.ok("context_pressure")["project"]["entries"] == 0
+    finally:
+        client.close()
+    assert list(folder.glob("store.sqlite.corrupt-*"))
+
+
+def test_store_option_and_environment(tmp_path, monkeypatch):
+    repo = _repo(tmp_path / "repo")
+    monkeypatch.delenv(project.STORE_ENV, raising=False)
+    monkeypatch.setenv(project.PROJECT_ENV, str(repo))
+    assert project.store_location()[0] == repo.resolve() / ".aider.gardener"
+    assert project.store_location(tmp_path)[0] == tmp_path.resolve() / ".aider.gardener"
+    elsewhere = tmp_path / "elsewhere" / "s.sqlite"
+    assert project.store_location(repo, elsewhere)[1] == elsewhere.resolve()
+    monkeypatch.setenv(project.STORE_ENV, str(tmp_path / "env-store"))
+    assert project.store_location(repo)[0] == (tmp_path / "env-store").resolve()
+    assert project.client_session_id("claude", "a b/c") == "claude-a-b-c"
+    assert project.client_session_id("claude", "") is None
+
+
+def test_store_option_reaches_the_server(tmp_path, outputs):
+    if not SERVER.is_file():
+        pytest.skip("gardener-mcp not installed")
+    repo = _repo(tmp_path / "repo")
+    store_dir = tmp_path / "custom-store"
+    store = project.open_project_store(repo, store_dir, vectors=False, worker=False)
+    try:
+        eid = store.ingest(
+            outputs["cargo_compile_error__tsql_wasm.txt"].read_bytes(),
+            Source(role="tool", command="cargo build"),
+        ).id
+    finally:
+        store.close()
+    client = McpClient(["--no-vectors", "--store", str(store_dir)], _env(tmp_path), repo)
+    try:
+        assert [h["id"] for h in client.ok("recall", {"query": "E0432"})["hits"]] == [eid]
+    finally:
+        client.close()
+    assert not (repo / ".aider.gardener" / "store.sqlite").exists()
+    shutil.rmtree(store_dir)
