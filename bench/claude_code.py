@@ -70,6 +70,13 @@ DEFAULT_DIR = (
     / "claude_code_transcripts"
 )
 SURVIVAL = ("facts", "files", "decisions")
+STORE_ENV = "AIDER_GARDENER_STORE"
+CURRENT_CC = "2.1.332"  # the CLI ``dev`` pins; PostToolUse replaces any tool's output since 2.1.121
+# what the PostToolUse hook does not store (edits, task lists, …: claude_hooks.SKIPPED)
+NOT_STORED = frozenset(
+    "Edit MultiEdit Write NotebookEdit TodoWrite TaskCreate TaskUpdate TaskStop KillShell"
+    " ExitPlanMode EnterPlanMode AskUserQuestion Skill SlashCommand".split()
+)
 HOLDERS = ("summary", "state", "checkpoint")
 
 
@@ -113,6 +120,7 @@ class SessionFigures:
     tool_tokens_after: int = 0
     tool_tokens_all_summaries: int = 0
     throttled: int = 0
+    noted: int = 0  # outputs left whole with a "stored as id=…" note added
     ingest_ms: list[float] = field(default_factory=list)
     compactions: list[CompactionFigures] = field(default_factory=list)
     probes: list[ProbeFigures] = field(default_factory=list)
@@ -170,10 +178,14 @@ class PipelineIngest:
         self.vectors = vectors
         self.store = Store(folder, vectors=vectors, scope="session", model=MODEL)
 
-    def tool(self, name: str, command: str, output: str, path: str | None) -> tuple[int, int, Any]:
-        """(tokens the model would see, summary tokens, entry)"""
+    def tool(
+        self, name: str, command: str, output: str, path: str | None, args: dict
+    ) -> tuple[int, int, Any] | None:
+        """(tokens the model would see, summary tokens, entry); None when nothing is stored."""
         from aider_gardener.types import Source
 
+        if name in NOT_STORED:
+            return None
         source = Source(role="tool", command=command, path=path if name == "Read" else None)
         entry = self.store.ingest(output, source, tool=name)
         seen = entry.tokens_original
@@ -181,10 +193,14 @@ class PipelineIngest:
             seen = min(entry.tokens_original, entry.tokens_summary, MAX_OUTPUT)
         return seen, entry.tokens_summary, entry
 
-    def prompt(self, text: str) -> Any:
-        from aider_gardener.types import Source
+    def holders(self, c: Compaction, tracker: Any) -> tuple[str, str]:
+        """(state block, checkpoint body) from the bench's own tracker fed the same prefix."""
+        from aider_gardener.continuity.checkpoint import render_body
+        from aider_gardener.continuity.state import render_state
 
-        return self.store.ingest(text, Source(role="user"))
+        return render_state(tracker.book, max_tokens=STATE_TOKENS, model=MODEL), render_body(
+            tracker.book
+        )
 
     def recall(self, question: str, k: int) -> list[str]:
         """The texts (original, summary, excerpt) of the top ``k`` hits."""
@@ -206,6 +222,86 @@ class PipelineIngest:
         self.store.close()
 
 
+class HookIngest(PipelineIngest):
+    """The same through the Claude Code hooks themselves (``claude_hooks.handle``): each tool
+    call a PostToolUse payload (the result text the model saw as ``tool_response``), each
+    compaction a PreCompact payload whose transcript is the file's lines before it. The hooks
+    are told the session runs Claude Code ``CURRENT_CC`` (whose PostToolUse may replace any
+    tool's output); the store is a temp folder (``AIDER_GARDENER_STORE``)."""
+
+    via = "hooks"
+
+    def __init__(self, folder: Path, vectors: bool, t: Transcript, source: Path):
+        from aider_gardener.clients import claude_hooks
+        from aider_gardener.store.db import Store
+
+        self.hooks = claude_hooks
+        self.vectors = vectors
+        self.folder = folder
+        self.lines = source.read_text(encoding="utf-8", errors="replace").splitlines(True)
+        self.saved_env = os.environ.get(STORE_ENV)
+        os.environ[STORE_ENV] = str(folder / "store")
+        version = folder / "version.jsonl"
+        version.write_text(json.dumps({"type": "system", "version": CURRENT_CC}) + "\n")
+        self.base = {
+            "session_id": f"bench-{t.name}"[:60],
+            "cwd": t.cwd or str(folder),
+            "transcript_path": str(version),
+        }
+        self.store = Store(folder / "store", vectors=vectors, scope="project", model=MODEL)
+
+    def tool(
+        self, name: str, command: str, output: str, path: str | None, args: dict
+    ) -> tuple[int, int, Any] | None:
+        from aider_gardener.pipeline import entry_id
+
+        payload = dict(
+            self.base,
+            hook_event_name="PostToolUse",
+            tool_name=name,
+            tool_input=args,
+            tool_response=output,
+        )
+        answer = self.hooks.handle("PostToolUse", payload).get("hookSpecificOutput") or {}
+        entry = self.store.get(entry_id(output))
+        if entry is None:
+            return None
+        seen = entry.tokens_original
+        if isinstance(answer.get("updatedToolOutput"), str):
+            seen = count_tokens(answer["updatedToolOutput"], MODEL)
+        elif isinstance(answer.get("additionalContext"), str):
+            seen += count_tokens(answer["additionalContext"], MODEL)
+        return seen, entry.tokens_summary, entry
+
+    def holders(self, c: Compaction, tracker: Any) -> tuple[str, str]:
+        """(the PreCompact hook's text: the state block it asks the compaction to keep, the
+        verified checkpoint it wrote)."""
+        prefix = self.folder / "prefix.jsonl"
+        prefix.write_text("".join(self.lines[: c.line]), encoding="utf-8")
+        payload = dict(
+            self.base, hook_event_name="PreCompact", transcript_path=str(prefix), trigger="auto"
+        )
+        answer = self.hooks.handle("PreCompact", payload)
+        ckpt = Path(str(answer.get("checkpoint") or ""))
+        body = ckpt.read_text(encoding="utf-8") if ckpt.is_file() else ""
+        return str(answer.get("text") or ""), body
+
+    def close(self) -> None:
+        super().close()
+        if self.saved_env is None:
+            os.environ.pop(STORE_ENV, None)
+        else:
+            os.environ[STORE_ENV] = self.saved_env
+
+
+def hooks_available() -> bool:
+    try:
+        from aider_gardener.clients import claude_hooks
+    except ImportError:
+        return False
+    return callable(getattr(claude_hooks, "handle", None))
+
+
 # ------------------------------------------------------------------------------ measuring
 
 
@@ -218,13 +314,16 @@ def _text(kind: str, value: Any) -> str:
 
 
 def measure(
-    path: str | Path, *, vectors: bool = False, k: int = DEFAULT_K, keep: Path | None = None
+    path: str | Path,
+    *,
+    vectors: bool = False,
+    k: int = DEFAULT_K,
+    keep: Path | None = None,
+    via: str = "auto",
 ) -> SessionFigures:
     """Every figure of one transcript (see the module docstring)."""
     from aider_gardener import facts
     from aider_gardener.continuity import extract
-    from aider_gardener.continuity.checkpoint import render_body
-    from aider_gardener.continuity.state import render_state
     from aider_gardener.continuity.tracker import FactTracker
 
     start = time.perf_counter()
@@ -239,7 +338,12 @@ def measure(
     probes = sorted(claude_probes(t, events, turns), key=lambda p: p[0])
     turn_items = turn_of_items(t)
     folder = Path(tempfile.mkdtemp(prefix="bench-cc-")) if keep is None else keep
-    ingest = PipelineIngest(folder / "store", vectors)
+    if via == "auto":
+        via = "hooks" if hooks_available() else "pipeline"
+    if via == "hooks":
+        ingest: PipelineIngest = HookIngest(folder, vectors, t, Path(path))
+    else:
+        ingest = PipelineIngest(folder / "store", vectors)
     fig.via = ingest.via
     tracker = FactTracker()
     found: dict[str, set[str]] = {kind: set() for kind in facts.KINDS}
@@ -278,18 +382,14 @@ def measure(
             if kind in ("user", "tool"):
                 ask(turn - 1)  # probes asked after turn N come before turn N+1 starts
             if kind == "compaction":
-                fig.compactions.append(
-                    _compaction(
-                        value, t, found, files, decisions, tracker, render_state, render_body
-                    )
-                )
+                state, body = ingest.holders(value, tracker)
+                fig.compactions.append(_compaction(value, t, found, files, decisions, state, body))
                 compaction_turns.append(turn)
                 window = [value.summary] if value.summary else []
                 continue
             window.append(_text(kind, value))
             if kind == "user":
-                entry = ingest.prompt(value)
-                tracker.on_prompt(value, turn, entry.id if entry.stored else None)
+                tracker.on_prompt(value, turn)
                 decisions += [line for _, _, line in extract.decisions_in(value, "user")]
             elif kind == "assistant":
                 tracker.on_reply(value, turn)
@@ -313,14 +413,22 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig) -> None:  # noqa: A
     rel = relative(call.path, t.cwd) if call.path else None
     if call.output.strip():
         t0 = time.perf_counter()
-        seen, summary, entry = ingest.tool(call.name, call.command, call.output, call.path)
+        done = ingest.tool(call.name, call.command, call.output, call.path, call.input)
         fig.ingest_ms.append((time.perf_counter() - t0) * 1000)
         before = count_tokens(call.output, MODEL)
         fig.tool_outputs += 1
         fig.tool_tokens_before += before
-        fig.tool_tokens_after += min(seen, before)
-        fig.tool_tokens_all_summaries += min(summary, before)
-        fig.throttled += seen < before
+        if done is None:  # not stored: the model sees it as it was
+            fig.tool_tokens_after += before
+            fig.tool_tokens_all_summaries += before
+            entry = None
+        else:  # differences in the store's own counts (it strips ANSI codes first)
+            seen, summary, entry = done
+            full = entry.tokens_original
+            fig.tool_tokens_after += max(0, before + seen - full)
+            fig.tool_tokens_all_summaries += max(0, before + min(summary, full) - full)
+            fig.throttled += seen < full
+            fig.noted += seen > full
         entry_id = entry.id if getattr(entry, "stored", False) else None
     else:
         entry_id = None
@@ -334,10 +442,8 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig) -> None:  # noqa: A
 
 
 def _compaction(
-    c: Compaction, t, found, files, decisions, tracker, render_state, render_body  # noqa: ANN001
+    c: Compaction, t, found, files, decisions, state: str, body: str  # noqa: ANN001
 ) -> CompactionFigures:
-    state = render_state(tracker.book, max_tokens=STATE_TOKENS, model=MODEL)
-    body = render_body(tracker.book)
     decided = list(dict.fromkeys(decisions))
     if not isinstance(c.pre_tokens, int) and 0 < c.calls_before <= len(t.usage):
         c = Compaction(**{**c.__dict__, "pre_tokens": t.usage[c.calls_before - 1]})
@@ -400,6 +506,7 @@ def totals(sessions: list[SessionFigures]) -> dict[str, Any]:
         "tool_tokens_after": sum(s.tool_tokens_after for s in sessions),
         "tool_tokens_all_summaries": sum(s.tool_tokens_all_summaries for s in sessions),
         "throttled": sum(s.throttled for s in sessions),
+        "noted": sum(s.noted for s in sessions),
         "ingest_ms_p50": pct(0.5),
         "ingest_ms_p95": pct(0.95),
         "probes": len(probes),
@@ -511,8 +618,13 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
         f"{after:,} ({after / before:.2f}×)" if before else "–",
     )
     side.add_row("  every result as its summary", "", f"{tot['tool_tokens_all_summaries']:,}")
-    side.add_row(f"  results above {MAX_OUTPUT} tokens (summarised)", "", f"{tot['throttled']:,}")
-    side.add_row("  ingest ms p50 / p95", "", f"{tot['ingest_ms_p50']} / {tot['ingest_ms_p95']}")
+    side.add_row("  results replaced by their summary", "", f"{tot['throttled']:,}")
+    side.add_row("  results left whole with a stored-as note", "", f"{tot['noted']:,}")
+    side.add_row(
+        f"  {sessions[0].via} ms per result p50 / p95",
+        "",
+        f"{tot['ingest_ms_p50']} / {tot['ingest_ms_p95']}",
+    )
     side.add_row(
         f"compactions with a summary: {tot['compactions']}", "summary", "state / checkpoint"
     )
@@ -569,6 +681,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=False,
         help="semantic recall with local embeddings (default: off, full-text recall)",
     )
+    p.add_argument(
+        "--via",
+        choices=("auto", "hooks", "pipeline"),
+        default="auto",
+        help="the Claude Code hooks (claude_hooks.handle; auto: when installed) or the pipeline",
+    )
     p.add_argument("--json", metavar="OUT", help="write every figure as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
@@ -587,7 +705,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"  replaying {path.name} …", file=sys.stderr, flush=True)
         try:
-            sessions.append(measure(path, vectors=args.vectors, k=args.k))
+            sessions.append(measure(path, vectors=args.vectors, k=args.k, via=args.via))
         except (ReplayFormatError, OSError) as err:
             print(f"bench claude-code: {path.name}: {err}", file=sys.stderr)
     if not sessions:

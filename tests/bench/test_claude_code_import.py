@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import main
-from bench.claude_code import file_kept, measure, survival, totals
+from bench.claude_code import file_kept, hooks_available, measure, survival, totals
 from bench.replay.format import ReplayFormatError, load
 from bench.replay.importers.claude_code import import_path, parse, tool_command, turn_of_items
 from tests.conftest import SHARED
@@ -180,8 +180,12 @@ def test_survival_counts_each_holder():
     )
 
 
-def test_measure_the_synthetic_session(transcript):
-    fig = measure(transcript)
+@pytest.mark.parametrize("via", ["pipeline", "hooks"])
+def test_measure_the_synthetic_session(transcript, via):
+    if via == "hooks" and not hooks_available():
+        pytest.skip("aider_gardener.clients.claude_hooks is not there yet")
+    fig = measure(transcript, via=via)
+    assert fig.via == via
     assert fig.calls == 10 and fig.context_peak == 16000
     # the 2,500-line build log enters as a summary of at most 1,024 tokens
     assert fig.tool_tokens_before > 20000 > fig.tool_tokens_after

@@ -87,6 +87,7 @@ class Compaction:
     pre_tokens: int | None = None
     post_tokens: int | None = None
     calls_before: int = 0  # API calls (message ids with usage) before it
+    line: int = 0  # the file's line where it starts: lines before it are the prefix
 
 
 @dataclass
@@ -184,7 +185,7 @@ def parse(path: str | Path) -> Transcript:
     usage_of: dict[str, int] = {}  # message id -> index in t.usage
     pending_boundary: Compaction | None = None
     with path.open(encoding="utf-8", errors="replace") as fh:
-        for line in fh:
+        for number, line in enumerate(fh):
             if not line.strip():
                 continue
             try:
@@ -211,6 +212,7 @@ def parse(path: str | Path) -> Transcript:
                         pre_tokens=meta.get("preTokens"),
                         post_tokens=meta.get("postTokens"),
                         calls_before=len(t.usage),
+                        line=number,
                     )
                     t.items.append(("compaction", pending_boundary))
                 elif sub == "microcompact_boundary":
@@ -232,7 +234,10 @@ def parse(path: str | Path) -> Transcript:
                             (
                                 "compaction",
                                 Compaction(
-                                    at=len(t.items), summary=text, calls_before=len(t.usage)
+                                    at=len(t.items),
+                                    summary=text,
+                                    calls_before=len(t.usage),
+                                    line=number,
                                 ),
                             )
                         )
