@@ -156,6 +156,10 @@ class VectorIndex:
         col = self._open()
         if col is None:
             return
+        if between is not None:
+            # chromadb's upsert holds the GIL for its whole ~30-65 ms (a fixed cost per call,
+            # measured): every Python thread stops meanwhile, so it waits for the foreground too
+            between()
         try:
             col.upsert(
                 ids=list(chunk_ids),

@@ -280,6 +280,33 @@ def test_a_pause_waits_between_forward_passes_not_only_between_groups(tmp_path):
             worker.stop()
 
 
+def test_the_upsert_waits_for_the_foreground_too(tmp_path):
+    """chromadb's upsert holds the GIL (~30-65 ms): the worker's pause point (``between``)
+    comes once more after the last forward pass, before the upsert, so a turn that starts while
+    a group is embedded is not stalled by its write."""
+    index = open_index(tmp_path / "vec")
+    if index is None or not index.warm():
+        pytest.skip("no embedding model or chromadb")
+    counts: list[int] = []
+    index.add(["a:0"], ["a"], [NOTES[0]], between=lambda: counts.append(index.count()))
+    assert counts == [0, 0]  # one short text: one forward pass, then the upsert's own pause
+    assert index.count() == 1
+    with pytest.raises(RuntimeError):  # a stop raised there leaves nothing written
+        index.add(["b:0"], ["b"], [NOTES[1]], between=_raise_on_second_call())
+    assert index.count() == 1
+
+
+def _raise_on_second_call():
+    calls = []
+
+    def between():
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("stop")
+
+    return between
+
+
 def test_stop_ends_the_worker_at_a_forward_pass_and_leaves_the_group_pending(tmp_path):
     with Store(tmp_path / "gs", vectors=False) as store:
         index = SlowIndex(passes=10_000, pause=0.01)  # a "group" of minutes
