@@ -521,6 +521,8 @@ def _client_usage(store_dir: Path) -> dict[str, Any] | None:
         "window": window or None,
         "percent": round(100.0 * used / window, 1) if window else None,
         "model": getattr(usage, "model", None),
+        # Claude Code's own estimate after a compaction, not an API usage
+        "estimated": bool(getattr(usage, "estimated", False)),
     }
     if isinstance(at, (int, float)) and at > 0:
         out["at"] = _iso(float(at))

@@ -384,6 +384,30 @@ def test_worker_embeds_what_hooks_left_pending(world):
     assert got["hits"][0]["found_by"] == "fts+vector"
 
 
+def test_context_pressure_reports_the_clients_real_usage(world, tool_outputs_dir):
+    """The hooks save the transcript's last usage next to the store; the server reports it."""
+    transcript = pytest.importorskip("aider_gardener.clients.transcript")
+    folder = tool_outputs_dir.parent / "claude_code_transcripts"
+    usage = None
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        usage = transcript.usage_from_transcript(path)
+        if usage is not None and usage.window:
+            break
+    if usage is None:
+        pytest.skip("no shared Claude Code transcript with a usage")
+    store_dir = world["repo"] / ".aider.gardener"
+    saved = transcript.save_usage(store_dir, usage)
+    try:
+        got = world["client"].ok("context_pressure")["client_context"]
+    finally:
+        saved.unlink()
+    assert got["used"] == usage.used > 0
+    assert got["window"] == usage.window
+    assert got["percent"] == round(100.0 * usage.used / usage.window, 1)
+    assert got["model"] == usage.model
+    assert world["client"].ok("context_pressure")["client_context"] is None
+
+
 # --- the store in trouble ----------------------------------------------------------------------
 
 
