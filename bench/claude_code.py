@@ -92,6 +92,7 @@ class CompactionFigures:
     facts_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
     no_summary: bool = False
     pre_estimated: bool = False  # no preTokens recorded: the last call's real usage before it
+    next_call_tokens: int | None = None  # real context of the first call after it
 
 
 @dataclass
@@ -121,6 +122,7 @@ class SessionFigures:
     tool_tokens_all_summaries: int = 0
     throttled: int = 0
     noted: int = 0  # outputs left whole with a "stored as id=…" note added
+    by_tool: dict[str, list[int]] = field(default_factory=dict)  # name -> [n, before, after]
     ingest_ms: list[float] = field(default_factory=list)
     compactions: list[CompactionFigures] = field(default_factory=list)
     probes: list[ProbeFigures] = field(default_factory=list)
@@ -418,6 +420,8 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig) -> None:  # noqa: A
         before = count_tokens(call.output, MODEL)
         fig.tool_outputs += 1
         fig.tool_tokens_before += before
+        row = fig.by_tool.setdefault(call.name, [0, 0, 0])
+        after_before = fig.tool_tokens_after
         if done is None:  # not stored: the model sees it as it was
             fig.tool_tokens_after += before
             fig.tool_tokens_all_summaries += before
@@ -429,6 +433,9 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig) -> None:  # noqa: A
             fig.tool_tokens_all_summaries += max(0, before + min(summary, full) - full)
             fig.throttled += seen < full
             fig.noted += seen > full
+        row[0] += 1
+        row[1] += before
+        row[2] += fig.tool_tokens_after - after_before
         entry_id = entry.id if getattr(entry, "stored", False) else None
     else:
         entry_id = None
@@ -445,12 +452,14 @@ def _compaction(
     c: Compaction, t, found, files, decisions, state: str, body: str  # noqa: ANN001
 ) -> CompactionFigures:
     decided = list(dict.fromkeys(decisions))
-    if not isinstance(c.pre_tokens, int) and 0 < c.calls_before <= len(t.usage):
+    estimated = not isinstance(c.pre_tokens, int)
+    if estimated and 0 < c.calls_before <= len(t.usage):
         c = Compaction(**{**c.__dict__, "pre_tokens": t.usage[c.calls_before - 1]})
     out = CompactionFigures(
         at_call=c.calls_before,
         pre_tokens=c.pre_tokens if isinstance(c.pre_tokens, int) else None,
-        pre_estimated=not isinstance(c.pre_tokens, int),
+        pre_estimated=estimated,
+        next_call_tokens=t.usage[c.calls_before] if c.calls_before < len(t.usage) else None,
         summary_tokens=count_tokens(c.summary, MODEL),
         state_tokens=count_tokens(state, MODEL),
         checkpoint_tokens=count_tokens(body, MODEL),
@@ -586,6 +595,7 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
         for holder in HOLDERS:
             comp.add_column(f"in {holder}", justify="right")
     comp.add_column("tokens summary/state/ckpt", justify="right")
+    comp.add_column("real ctx before → next call", justify="right")
     for s in sessions:
         for n, c in enumerate(s.compactions, start=1):
             if c.no_summary:
@@ -595,7 +605,9 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
                 cells.append(str(c.found[what]))
                 cells += [_frac(c.kept[h][what], c.found[what]) for h in HOLDERS]
             tokens = f"{c.summary_tokens:,}/{c.state_tokens:,}/{c.checkpoint_tokens:,}"
-            comp.add_row(f"{s.name.replace('cc_session__', '')[:40]} #{n}", *cells, tokens)
+            pre = f"{'~' if c.pre_estimated else ''}{c.pre_tokens or 0:,}"
+            ctx = f"{pre} → {c.next_call_tokens:,}" if c.next_call_tokens else pre
+            comp.add_row(f"{s.name.replace('cc_session__', '')[:40]} #{n}", *cells, tokens, ctx)
     console.print(comp)
 
     tot = totals(sessions)
@@ -654,6 +666,18 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
         _frac(tot["across_in_recall"], tot["probes_across_compaction"]),
     )
     console.print(side)
+
+    tools: dict[str, list[int]] = {}
+    for sess in sessions:
+        for name, (n, b, a) in sess.by_tool.items():
+            row = tools.setdefault(name, [0, 0, 0])
+            row[0], row[1], row[2] = row[0] + n, row[1] + b, row[2] + a
+    by = Table(title="tool output tokens by tool (all sessions)", title_justify="left")
+    for col in ("tool", "results", "before", "after gardener"):
+        by.add_column(col, justify="left" if col == "tool" else "right")
+    for name, (n, b, a) in sorted(tools.items(), key=lambda kv: -kv[1][1])[:12]:
+        by.add_row(name, f"{n:,}", f"{b:,}", f"{a:,} ({a / b:.2f}×)" if b else f"{a:,}")
+    console.print(by)
 
 
 def transcript_paths(paths: list[str]) -> list[Path]:
