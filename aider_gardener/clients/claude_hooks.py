@@ -737,32 +737,27 @@ def _read_stdin(limit: int = MAX_STDIN) -> tuple[bytes, int]:
     return data, total
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``gardener-hook [EVENT]``: hook JSON on stdin, the answer on stdout, exit 0."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    event = args[0] if args else ""
+def answer(event: str, raw: bytes) -> str:
+    """What to print for one hook's stdin bytes: parsing, the handler, and the log line for
+    anything that goes wrong (never raises). Shared by the one-shot process and the server."""
     where: list = [None, event]
     handler = _LogHandler(where)
     root_log = logging.getLogger("aider_gardener")
     root_log.addHandler(handler)
     root_log.propagate = False
     try:
-        raw, total = _read_stdin()
-        if total > MAX_STDIN:
-            _log_line(None, event, f"input of {total:,} bytes over {MAX_STDIN:,}: ignored")
-            return 0
         text = raw.decode("utf-8", "surrogateescape").strip()
         if not text:
             _log_line(None, event, "empty input: nothing to do")
-            return 0
+            return ""
         try:
             payload = json.loads(text)
         except ValueError as err:
             _log_line(None, event, f"input is not JSON ({err}): ignored")
-            return 0
+            return ""
         if not isinstance(payload, dict):
             _log_line(None, event, f"input is JSON {type(payload).__name__}, not an object")
-            return 0
+            return ""
         event = event or str(payload.get("hook_event_name") or "")
         where[1] = event
         try:
@@ -771,19 +766,232 @@ def main(argv: list[str] | None = None) -> int:
             where[0] = None
         if event not in HANDLERS:
             _log_line(where[0], event, f"unknown hook event {event!r}: ignored")
-            return 0
-        out = render(event, handle(event, payload))
-        if out:
-            sys.stdout.write(out + ("\n" if not out.endswith("\n") else ""))
-            sys.stdout.flush()
-        return 0
+            return ""
+        return render(event, handle(event, payload))
     except Exception as err:  # noqa: BLE001 - never break Claude Code
         tb = traceback.extract_tb(err.__traceback__)
         at = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
         _log_line(where[0], event, f"internal error {type(err).__name__}: {err}{at}")
-        return 0
+        return ""
     finally:
         root_log.removeHandler(handler)
+
+
+# --- the warm server ---
+#
+# A fresh Python process spends ~1 s before the first ingest can finish: tiktoken builds its BPE
+# tables (o200k: ~0.7 s) and the classifiers compile ~400 regular expressions, several times the
+# 200 ms PostToolUse budget, on every tool call. So the first hook of a session starts a server
+# in the background (one per user, interpreter and code version, on a Unix socket in a private
+# 0700 folder) and answers its own event in process; later hooks hand their stdin to the server,
+# which runs the same ``answer`` with the caller's working directory and gardener/Claude
+# environment variables, and print its reply. The server exits after ``SERVER_IDLE`` seconds
+# without a request. ``GARDENER_HOOKD=0`` turns it off (every event in its own process).
+SERVER_ENV = "GARDENER_HOOKD"
+SERVER_DIR_ENV = "GARDENER_HOOKD_DIR"
+SERVER_IDLE = 900.0
+CONNECT_TIMEOUT = 0.5
+REPLY_TIMEOUT = 100.0  # under the hooks' own timeouts (30-120 s in hooks.json)
+ENV_PREFIXES = ("GARDENER_", "AIDER_GARDENER_", "CLAUDE_", "XDG_")
+ENV_NAMES = ("HOME",)
+_CODE_FILES = ("clients/claude_hooks.py", "pipeline.py", "store/db.py", "clients/project.py")
+
+
+def _server_enabled() -> bool:
+    return os.environ.get(SERVER_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def server_path() -> Path | None:
+    """The server's socket for this user, interpreter and code version; None when no private
+    folder can be had (the hook then runs in process)."""
+    import hashlib
+
+    base = os.environ.get(SERVER_DIR_ENV) or (
+        os.path.join(os.environ["XDG_RUNTIME_DIR"], "aider-gardener")
+        if os.environ.get("XDG_RUNTIME_DIR")
+        else os.path.join("/tmp", f"aider-gardener-{os.getuid()}")
+    )
+    package = Path(__file__).resolve().parents[1]
+    stamp = [sys.executable, str(package)]
+    for name in _CODE_FILES:
+        try:
+            stamp.append(str((package / name).stat().st_mtime_ns))
+        except OSError:
+            stamp.append("-")
+    key = hashlib.blake2b("\0".join(stamp).encode(), digest_size=6).hexdigest()
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        info = os.stat(base)
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None  # someone else's or an open folder: never talk to a socket there
+    except OSError:
+        return None
+    path = Path(base) / f"hookd-{key}.sock"
+    return path if len(str(path)) < 100 else None  # AF_UNIX paths are short
+
+
+def _client_env() -> dict:
+    return {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+
+
+def _ask_server(path: Path, event: str, raw: bytes) -> str | None:
+    """The server's reply, or None when there is no server to ask (start one then)."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return None
+        header = {"event": event, "cwd": os.getcwd(), "env": _client_env()}
+        sock.settimeout(REPLY_TIMEOUT)
+        sock.sendall(json.dumps(header).encode() + b"\n" + raw)
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while True:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        if not data.startswith(b"ok\n"):
+            return None  # the server died mid-request: answer in process (ingest is idempotent)
+        return data[3:].decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        sock.close()
+
+
+def _start_server(path: Path) -> None:
+    import subprocess
+
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "aider_gardener.clients.claude_hooks", "--serve", str(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # not in Claude Code's process group, not on its pipes
+            close_fds=True,
+        )
+    except OSError as err:
+        _log_line(None, "server", f"could not start the hook server ({err})")
+
+
+def serve(path: Path, idle: float = SERVER_IDLE) -> int:
+    """Answer hook requests on the Unix socket ``path`` until ``idle`` seconds pass without
+    one. One request at a time: each is ~0.1 s, and SQLite serializes writers anyway."""
+    import fcntl
+    import socket
+
+    from .. import preload
+
+    path = Path(path)
+    try:
+        lock = open(f"{path}.lock", "w")
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0  # another server holds this socket
+    preload._done = True  # no threads race to import the numeric stack here (see ``_open``)
+    from ..pipeline import compress
+
+    compress("warm up: tiktoken tables and the classifiers' patterns load once, here\n")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        old_umask = os.umask(0o177)
+        try:
+            sock.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        sock.listen(64)
+        sock.settimeout(idle)
+        Path(f"{path}.pid").write_text(str(os.getpid()))
+        home_env = dict(os.environ)
+        home_cwd = os.getcwd()
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except socket.timeout:
+                return 0
+            with conn:
+                _serve_one(conn, home_env, home_cwd)
+    finally:
+        sock.close()
+        for leftover in (path, Path(f"{path}.pid")):
+            try:
+                leftover.unlink()
+            except OSError:
+                pass
+        lock.close()
+
+
+def _serve_one(conn: Any, home_env: dict, home_cwd: str) -> None:
+    try:
+        conn.settimeout(REPLY_TIMEOUT)
+        chunks = []
+        while True:
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        head, _, raw = data.partition(b"\n")
+        meta = json.loads(head)
+        env = meta.get("env") if isinstance(meta.get("env"), dict) else {}
+        for key in [k for k in os.environ if k.startswith(ENV_PREFIXES) or k in ENV_NAMES]:
+            os.environ.pop(key)
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+        try:
+            os.chdir(meta.get("cwd") or home_cwd)
+        except OSError:
+            os.chdir(home_cwd)
+        out = answer(str(meta.get("event") or ""), raw)
+        conn.sendall(b"ok\n" + out.encode("utf-8", "surrogateescape"))
+    except Exception as err:  # noqa: BLE001 - one bad request must not end the server
+        _log_line(None, "server", f"request failed ({type(err).__name__}: {err})")
+    finally:
+        os.environ.clear()
+        os.environ.update(home_env)
+        try:
+            os.chdir(home_cwd)
+        except OSError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``gardener-hook [EVENT]``: hook JSON on stdin, the answer on stdout, exit 0.
+    (``--serve SOCKET`` runs the warm server; see above.)"""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) == 2 and args[0] == "--serve":
+        return serve(Path(args[1]))
+    event = args[0] if args else ""
+    try:
+        raw, total = _read_stdin()
+        if total > MAX_STDIN:
+            _log_line(None, event, f"input of {total:,} bytes over {MAX_STDIN:,}: ignored")
+            return 0
+        out = None
+        if raw.strip() and _server_enabled():
+            path = server_path()
+            if path is not None:
+                out = _ask_server(path, event, raw)
+                if out is None:
+                    _start_server(path)  # for the next event; this one is answered here
+        if out is None:
+            out = answer(event, raw)
+        if out:
+            sys.stdout.write(out + ("\n" if not out.endswith("\n") else ""))
+            sys.stdout.flush()
+    except Exception as err:  # noqa: BLE001 - never break Claude Code
+        _log_line(None, event, f"internal error {type(err).__name__}: {err}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
