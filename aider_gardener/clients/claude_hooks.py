@@ -469,6 +469,19 @@ def _records(path: Any):
                 yield record
 
 
+# User records that are not the user's words: slash-command wrappers and their output, task
+# notifications, interruption markers, hook feedback (Claude Code writes them as user text).
+_NOT_A_PROMPT = re.compile(
+    r"\A\s*(?:<(?:command|local-command|task-notification|system-reminder|user-prompt-submit)"
+    r"[\w-]*>|\[Request interrupted|Caveat: |Stop hook feedback:|Unknown skill:)"
+)
+
+
+def is_prompt(text: Any) -> bool:
+    """Whether a user record's text is something the user typed."""
+    return isinstance(text, str) and bool(text.strip()) and not _NOT_A_PROMPT.match(text)
+
+
 def _relative(path: Any, root: Path) -> str | None:
     if not isinstance(path, str) or not path:
         return None
@@ -495,7 +508,7 @@ def facts_from_transcript(path: Any, root: Path, tracker: Any = None) -> Any:
         content = message.get("content")
         if record.get("type") == "user":
             if isinstance(content, str):
-                if record.get("isCompactSummary") or record.get("isMeta"):
+                if record.get("isCompactSummary") or record.get("isMeta") or not is_prompt(content):
                     continue
                 turn += 1
                 tracker.on_prompt(content, turn)
@@ -504,6 +517,8 @@ def facts_from_transcript(path: Any, root: Path, tracker: Any = None) -> Any:
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") == "text" and not record.get("isMeta"):
+                    if record.get("isCompactSummary") or not is_prompt(block.get("text")):
+                        continue
                     turn += 1
                     tracker.on_prompt(block.get("text", ""), turn)
                 elif block.get("type") == "tool_result":
