@@ -113,6 +113,7 @@ REARM_MARGIN = 5
 RAG_BUDGET = 1500  # tokens of recalled context per prompt
 RAG_HITS = 3
 RAG_MIN_CHARS = 12
+RAG_SKIP_MAX = 40  # recall at most this many more candidates to make up for skipped ones
 STATE_TOKENS = 800  # as Aider's --gardener-state-tokens default
 VERSION_SCAN = 64 << 10
 _VERSION = re.compile(rb'"version":\s*"(\d+)\.(\d+)\.(\d+)')
@@ -312,10 +313,15 @@ def post_tool_use(payload: dict) -> dict:
         entry = store.ingest(
             out.text, Source(role="tool", command=out.command, path=out.path), tool=out.tool
         )
+        degraded = store.degraded
     finally:
         store.close()
-    if not getattr(entry, "stored", False):
-        return {}  # the store kept nothing: the model must keep seeing the original
+    if degraded or not getattr(entry, "stored", False):
+        # Nothing kept (a locked store runs in memory and is gone with this process): an id
+        # that cannot be expanded must not stand in for the output.
+        if degraded:
+            log.warning("gardener: %s", degraded)
+        return {}
     full, short = entry.tokens_original, entry.tokens_summary
     version = claude_version(payload.get("transcript_path"))
     if (
@@ -402,7 +408,7 @@ def _recall_block(store: Any, prompt: str, skip: set[str], budget: int) -> tuple
 
     if len(prompt.strip()) < RAG_MIN_CHARS or prompt.lstrip().startswith("/"):
         return "", []
-    hits = store.recall(prompt, limit=RAG_HITS + len(skip), mode="fts")
+    hits = store.recall(prompt, limit=RAG_HITS + min(len(skip), RAG_SKIP_MAX), mode="fts")
     head = "[gardener: stored context that may bear on this request (recall/expand for more)]"
     used = count_tokens(head)
     parts, ids = [head], []

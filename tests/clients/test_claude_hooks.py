@@ -227,6 +227,26 @@ def test_mcp_output_replacement_keeps_the_content_block_shape(repo):
     assert blocks[0]["text"] == spec["updatedToolOutput"]
 
 
+def test_an_unusable_store_never_replaces_output(repo, tmp_path, monkeypatch):
+    """A store that cannot be opened runs in memory and is gone with the process: no id may
+    stand in for the output then, and the reason is one line in the log."""
+    broken = tmp_path / "broken"
+    (broken / "store.sqlite").mkdir(parents=True)  # a folder where the database file should be
+    monkeypatch.setenv("AIDER_GARDENER_STORE", str(broken))
+    text = "\n".join(f"ERROR [job {i}] upstream timed out after 30s" for i in range(2000))
+    payload = {
+        "session_id": "d1",
+        "cwd": str(repo),
+        "tool_name": "Bash",
+        "tool_input": {"command": "./run-jobs"},
+        "tool_response": {"stdout": text, "stderr": ""},
+    }
+    code, out, err = run_hook("PostToolUse", payload, repo)
+    assert code == 0 and out == "", err
+    lines = (broken / claude_hooks.LOG_NAME).read_text().splitlines()
+    assert lines and all("in-memory store" in line for line in lines)
+
+
 def test_the_gardeners_own_tools_are_left_alone(repo):
     payload = {
         "session_id": "m1",
