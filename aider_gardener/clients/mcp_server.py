@@ -768,22 +768,24 @@ def main(argv: list[str] | None = None) -> int:
     app = build_server(tools)
     tools.start()
 
-    def on_term(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
+    def on_signal(signum: int, _frame: Any) -> None:
+        # Not an exception into the event loop: stdin's reader thread sits in a blocking read
+        # that the loop's shutdown would wait for, forever. Close the store (the worker stops
+        # at its next forward pass, the vector writer's lock is released) and leave.
+        tools.close()
+        logging.shutdown()
+        os._exit(128 + signum)
 
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
         if hasattr(signal, name):
-            signal.signal(getattr(signal, name), on_term)
+            signal.signal(getattr(signal, name), on_signal)
     import anyio
 
-    code = 0
     try:
-        anyio.run(_serve, app, stdout)
-    except (KeyboardInterrupt, SystemExit) as stop:
-        code = stop.code if isinstance(stop, SystemExit) and isinstance(stop.code, int) else 0
+        anyio.run(_serve, app, stdout)  # returns when the client closes stdin
     finally:
         tools.close()
-    return code
+    return 0
 
 
 if __name__ == "__main__":

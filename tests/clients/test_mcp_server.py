@@ -4,8 +4,10 @@ way a Claude Code hook does: a short process, vectors off, chunks left pending f
 embedding worker), real SQLite, real chromadb and the real embedding model."""
 
 import asyncio
+import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -487,3 +489,56 @@ def test_store_option_reaches_the_server(tmp_path, outputs):
         client.close()
     assert not (repo / ".aider.gardener" / "store.sqlite").exists()
     shutil.rmtree(store_dir)
+
+
+# --- the process -------------------------------------------------------------------------------
+
+
+def _handshake(proc: subprocess.Popen) -> dict:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    proc.stdin.write((json.dumps(init) + "\n").encode())
+    proc.stdin.flush()
+    reply = json.loads(proc.stdout.readline())
+    proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    proc.stdin.flush()
+    return reply
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_ends_when_the_client_goes(tmp_path, how):
+    """Claude Code closes stdin, then sends SIGTERM: either ends the server (the store closed),
+    even while the model is still loading; stdout carried nothing but the protocol."""
+    if not SERVER.is_file():
+        pytest.skip("gardener-mcp not installed")
+    repo = _repo(tmp_path / "repo")
+    proc = subprocess.Popen(
+        [str(SERVER)],
+        cwd=repo,
+        env=_env(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        reply = _handshake(proc)
+        assert reply["result"]["serverInfo"]["name"] == "aider-gardener"
+        if how == "eof":
+            proc.stdin.close()
+        else:
+            proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert rc == (0 if how == "eof" else 128 + signal.SIGTERM)
+    assert proc.stdout.read() == b""
+    assert (repo / ".aider.gardener" / "store.sqlite").is_file()
