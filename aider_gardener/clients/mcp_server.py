@@ -178,6 +178,18 @@ class GardenerTools:
             raise _error(_hidden_note(entry))
         return entry
 
+    def _by_id(self, store: Any, words: list[str]) -> list[Any] | None:
+        """The entries a query of ids names, or None when it is a search: as Aider's
+        ``/recall``, a ten-letter word the store does not know ("exceptions") is searched for,
+        unless it was written as a handle (``id=...``)."""
+        if not words or not all(HANDLE.match(w) for w in words):
+            return None
+        ids = list(dict.fromkeys(HANDLE.match(w).group(1) for w in words))
+        known = {i: store.get(i) for i in ids}
+        if not any(known.values()) and not any(w.startswith("id=") for w in words):
+            return None
+        return [self._entry(store, i) for i in ids]
+
     # -- tools -------------------------------------------------------------------------------
 
     def recall(
@@ -191,10 +203,9 @@ class GardenerTools:
         limit = max(1, min(int(limit or RECALL_LIMIT), MAX_RECALL_LIMIT))
         store = self.open()
         search = _search_mode(store)
-        words = query.split()
-        if all(HANDLE.match(w) for w in words):  # ids, as /recall ID does
-            entries = [self._entry(store, w) for w in dict.fromkeys(words)]
-            hits = [(e, None) for e in entries]
+        by_id = self._by_id(store, query.split())
+        if by_id is not None:  # ids, as /recall ID does
+            hits = [(e, None) for e in by_id]
             search = "by id"
         else:
             found = store.recall(query, classes=classes, limit=limit)

@@ -200,6 +200,10 @@ def test_recall_finds_a_stored_error_by_identifier(world):
     # by id, as /recall ID
     got = client.ok("recall", {"query": f"id={cargo.id}"})
     assert [h["id"] for h in got["hits"]] == [cargo.id]
+    # a ten-letter word is id-shaped, but one the store does not know is searched for
+    got = client.ok("recall", {"query": "tsqlresult"})
+    assert got["search"] != "by id"
+    assert "No stored entry" in client.error("recall", {"query": f"id=tsqlresult id={cargo.id}"})
 
 
 def test_recall_class_filter_and_full(world):
