@@ -249,6 +249,22 @@ class VectorIndex:
         threading.Thread(target=run, name="gardener-query", daemon=True).start()
         return True
 
+    def wait_query_vector(self, text: str, timeout: float) -> bool:
+        """Start embedding query ``text`` (``prefetch``) and wait at most ``timeout`` seconds
+        for it: True when ``query`` with that text will not embed (the vector is cached). A
+        vector that comes later is still cached when it comes."""
+        if not self.prefetch(text):
+            return False
+        with self._query_lock:
+            cached = self._query_cache.get(text[:QUERY_EMBED_CHARS])
+        if not isinstance(cached, Future):
+            return cached is not None
+        try:
+            cached.result(timeout=max(0.0, timeout))
+        except Exception:  # noqa: BLE001 - too late, or failed: ``query`` finds out itself
+            return False
+        return True
+
     def _query_vector(self, text: str) -> Any:
         """The query's embedding, cached: the same request is recalled for RAG, for ``/tokens``'
         preview and again on a retry, and ``prefetch`` may have started it. One embedding is
