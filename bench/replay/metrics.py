@@ -94,6 +94,7 @@ def mode_figures(run: ModeRun) -> dict[str, Any]:
         "llm_summary_input_tokens": sum(r.tokens for r in summary),
         "gardener_ms_p50": round(percentile(run.gardener_ms, 50), 2),
         "gardener_ms_p95": round(percentile(run.gardener_ms, 95), 2),
+        "background_chunks": run.background_chunks,
         "gardener_open_ms": round(run.gardener_open_ms[0], 2) if run.gardener_open_ms else 0.0,
         "gardener_open_ms_each": [round(ms, 2) for ms in run.gardener_open_ms],
         "sessions": run.sessions,
@@ -155,6 +156,7 @@ SUMMED = (
     "overflows",
     "llm_summary_calls",
     "llm_summary_input_tokens",
+    "background_chunks",
 )
 PROBE_TOTALS = (
     "probe_in_prompt",

@@ -21,6 +21,8 @@ ROWS = (
     ("summary input tokens", "llm_summary_input_tokens", False),
     ("gardener ms p50", "gardener_ms_p50", False),
     ("gardener ms p95", "gardener_ms_p95", False),
+    # > 0: those turns were measured with a busy background embedder (runner.BusyEmbedder)
+    ("  chunks embedded meanwhile", "background_chunks", False),
     ("gardener store open ms", "gardener_open_ms", False),
     ("wall s", "wall_s", False),
 )

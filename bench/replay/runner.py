@@ -132,6 +132,7 @@ class ModeRun:
     unused_replies: int = 0
     skipped_commands: int = 0
     errors: list[str] = field(default_factory=list)
+    background_chunks: int = 0  # embedded by ``BusyEmbedder`` during the replay (0: none ran)
 
 
 def _content_text(content: Any) -> str:
@@ -383,6 +384,110 @@ def _timed_gardener(clock: GardenerClock) -> Iterator[None]:
         GardenerSession.open_store = original_open
 
 
+IDLE_EMBEDDER_ENV = "GARDENER_BENCH_IDLE_EMBEDDER"
+BUSY_CHUNK_CHARS = 900  # about a full-size chunk (chunking.TARGET_PIECES word pieces) of prose
+BUSY_SLOTS = 2000  # vectors the busy embedder's scratch collection cycles through
+
+
+class BusyEmbedder:
+    """A background embedder that never runs out of work, for the length of one gardener replay
+    with vectors on (issue 15: per-turn time is to be measured *while the embedder is busy*).
+
+    The replay's own worker is busy only while the chunks of the last turns are pending, and the
+    replay sends its turns back to back, so how often a turn met a busy embedder depended on the
+    replay. This thread is one with a backlog that never drains (what a 144k-token log, or a
+    second session's queue, is for a while): it embeds groups of ``worker.BATCH_SIZE``
+    full-size chunks of the replay's own text and upserts them into a scratch chromadb
+    collection of its own, through the same ``VectorIndex.add``, at the worker's lower OS
+    priority and with the worker's pause points (before every forward pass and before the
+    upsert, while a request is in the foreground). It writes nothing to the replay's store, so
+    what the replay recalls is unchanged. ``GARDENER_BENCH_IDLE_EMBEDDER=1`` turns it off."""
+
+    def __init__(self, texts: list[str], where: Path) -> None:
+        from aider_gardener.store.worker import BATCH_SIZE
+
+        self.texts = texts or ["the quick brown fox jumps over the lazy dog " * 20]
+        self.where = where
+        self.batch = BATCH_SIZE
+        self.chunks = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.index: Any = None
+
+    @staticmethod
+    def texts_of(replay: Replay) -> list[str]:
+        text = "\n".join(
+            str(e.get("content") or e.get("output") or "")
+            for e in replay.events
+            if e.get("type") in TURN_EVENTS or e.get("type") == "assistant"
+        )
+        return [
+            text[i : i + BUSY_CHUNK_CHARS]
+            for i in range(0, len(text), BUSY_CHUNK_CHARS)
+            if text[i : i + BUSY_CHUNK_CHARS].strip()
+        ]
+
+    def start(self) -> bool:
+        from aider_gardener.store.vectors import open_index
+
+        self.index = open_index(self.where)
+        if self.index is None or not self.index.warm():
+            return False
+        self._thread = threading.Thread(target=self._run, name="bench-busy-embed", daemon=True)
+        self._thread.start()
+        return True
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+        if self.index is not None:
+            self.index.close()
+
+    def _between(self) -> None:
+        from aider_gardener.store.worker import FOREGROUND
+
+        if self._stop.is_set():
+            raise _BusyStopped()
+        FOREGROUND.wait_idle(self._stop)
+        if self._stop.is_set():
+            raise _BusyStopped()
+
+    def _run(self) -> None:
+        from aider_gardener.store.worker import lower_thread_priority
+
+        lower_thread_priority()
+        n = 0
+        while not self._stop.is_set():
+            group = [self.texts[(n + i) % len(self.texts)] for i in range(self.batch)]
+            ids = [f"busy{(n + i) % BUSY_SLOTS}" for i in range(self.batch)]
+            try:
+                self.index.add([f"{i}:0" for i in ids], ids, group, between=self._between)
+            except _BusyStopped:
+                return
+            n += self.batch
+            self.chunks += self.batch
+
+
+class _BusyStopped(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def busy_embedder(replay: Replay, mode: str, vectors: bool) -> Iterator[BusyEmbedder | None]:
+    """A ``BusyEmbedder`` running for the block, in the gardener modes with vectors on."""
+    if mode not in GARDENER_MODES or not vectors or os.environ.get(IDLE_EMBEDDER_ENV) == "1":
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-busy-") as where:
+        busy = BusyEmbedder(BusyEmbedder.texts_of(replay), Path(where))
+        started = busy.start()
+        try:
+            yield busy if started else None
+        finally:
+            busy.stop()
+
+
 def command_name(line: str) -> str | None:
     if not line.startswith("/"):
         return None
@@ -579,6 +684,7 @@ def run_replay(
             stack.enter_context(contextlib.redirect_stdout(out))
         stack.enter_context(_mode_context(mode))
         stack.enter_context(_timed_gardener(clock))
+        busy = stack.enter_context(busy_embedder(replay, mode, vectors))
         stub = StubLLM(litellm.completion, result.model, result.window)
         current: list[_Session] = []
 
@@ -663,6 +769,7 @@ def run_replay(
             result.gardener_ms.append(clock.turn_ms)
         session.close()
         result.turns = turn
+        result.background_chunks = busy.chunks if busy is not None else 0
     os.chdir(cwd)
     result.requests = list(stub.requests)
     result.gardener_open_ms = list(clock.opens)
