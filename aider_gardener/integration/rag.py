@@ -38,6 +38,11 @@ QUERY_CHARS = 4000
 # real sessions, two alternating runs each), gardener ms p50/p95 were 26.9/158 and 19.7/133 with
 # it, 23.3/129 and 25.3/125 without: with no idle core, a second thread only competes.
 PREFETCH_ENV = "GARDENER_QUERY_PREFETCH"
+# The vector half of a request's recall waits at most this long for the query's embedding, then
+# the request goes with full-text recall alone (the embedding still lands in the query cache).
+# 0 waits as long as it takes. See ``_mode_in_time`` for the measurements.
+VECTOR_BUDGET_ENV = "GARDENER_VECTOR_BUDGET_MS"
+VECTOR_BUDGET_MS = 30.0
 
 
 def _mode(store: Any = None) -> str:
@@ -50,6 +55,30 @@ def _mode(store: Any = None) -> str:
     if index is not None and not getattr(index, "ready", True):
         return "fts"
     return "hybrid" if embeddings.loaded() else "fts"
+
+
+def _budget_ms() -> float:
+    raw = os.environ.get(VECTOR_BUDGET_ENV, "").strip()
+    if not raw:
+        return VECTOR_BUDGET_MS
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return VECTOR_BUDGET_MS
+
+
+def _mode_in_time(session: GardenerSession, store: Any, query: str) -> str:
+    """``_mode``, and "fts" for this request when its query's embedding is not ready within
+    ``VECTOR_BUDGET_MS`` (MEASURED)."""
+    mode = _mode(store)
+    budget = _budget_ms()
+    index = getattr(store, "vectors", None)
+    if mode != "hybrid" or budget <= 0 or not hasattr(index, "wait_query_vector"):
+        return mode
+    if index.wait_query_vector(query, budget / 1000.0):
+        return mode
+    session.stats["recall_vectors_late"] += 1
+    return "fts"
 
 
 def prefetch(session: GardenerSession, query: str) -> bool:
@@ -75,7 +104,7 @@ def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[
     # FTS5 takes the first MAX_QUERY_TERMS terms and the embedder the first 256 word pieces: the
     # head of a long message is the whole query either way (and scanning a 100 kB paste is not)
     query = query[:QUERY_CHARS]
-    hits = store.recall(query, limit=CANDIDATES, mode=_mode(store))
+    hits = store.recall(query, limit=CANDIDATES, mode=_mode_in_time(session, store, query))
     if not hits:
         return [], []
     in_history = session.entries_in_history()

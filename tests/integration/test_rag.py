@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from aider_gardener.integration.rag import HEADER, REPLY, recall_pair
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+
+from aider_gardener.integration.rag import (
+    HEADER,
+    REPLY,
+    VECTOR_BUDGET_ENV,
+    _mode_in_time,
+    recall_pair,
+)
 from aider_gardener.store import Store
 from aider_gardener.tokens import count_tokens
 from aider_gardener.types import Source
@@ -84,3 +95,48 @@ def test_evict_mode_does_not_recall(make_coder, llm, tmp_path):
     llm.replies = ["Ok."]
     coder.run(with_message="why does frobnicate fail with ZebraTimeout?")
     assert _rag_request(llm.last) is None
+
+
+def _ready_store(path):
+    store = Store(path, maintenance_interval=None)
+    store.ingest(ERROR, Source(role="tool", command="python -m app"))
+    store.drain()
+    if store.vectors is None or not store.vectors.ready:
+        store.close()
+        pytest.skip("no embedding model or chromadb")
+    return store
+
+
+def test_the_vector_half_waits_for_the_query_embedding_within_its_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv(VECTOR_BUDGET_ENV, "60000")
+    with _ready_store(tmp_path / "gs") as store:
+        session = SimpleNamespace(stats=Counter())
+        query = "why is the zebra lock still held?"
+        assert _mode_in_time(session, store, query) == "hybrid"
+        assert session.stats["recall_vectors_late"] == 0
+        hits = store.recall(query, limit=3, mode="hybrid")
+        assert hits and "vector" in hits[0].via  # the cached vector was used
+
+
+def test_a_late_query_embedding_leaves_the_request_to_full_text(tmp_path, monkeypatch):
+    from aider_gardener.store import embeddings
+
+    monkeypatch.setenv(VECTOR_BUDGET_ENV, "50")
+    with _ready_store(tmp_path / "gs") as store:
+        session = SimpleNamespace(stats=Counter())
+        query = "which process holds the lock on frobnicate?"
+        with embeddings._tokenize_lock:  # the query's embedding cannot start meanwhile
+            assert _mode_in_time(session, store, query) == "fts"
+        assert session.stats["recall_vectors_late"] == 1
+        # the embedding still lands in the query cache: the next recall of it has vectors
+        assert store.vectors.wait_query_vector(query, 60.0)
+        assert _mode_in_time(session, store, query) == "hybrid"
+        assert session.stats["recall_vectors_late"] == 1
+
+
+def test_a_zero_budget_waits_as_long_as_the_embedding_takes(tmp_path, monkeypatch):
+    monkeypatch.setenv(VECTOR_BUDGET_ENV, "0")
+    with _ready_store(tmp_path / "gs") as store:
+        session = SimpleNamespace(stats=Counter())
+        assert _mode_in_time(session, store, "zebra lock timeout") == "hybrid"
+        assert not session.stats
