@@ -51,6 +51,18 @@ Decisions
     for the compaction to keep. SessionStart(compact|resume) gives the latest checkpoint's state
     block back as additional context; on startup, the open facts another session left.
 
+Speed
+    PostToolUse must cost little, since it runs after every tool call: a fresh process spends
+    ~0.7 s CPU before its first ingest (tiktoken's tables, the classifiers' patterns), so events
+    go to a warm server (see "the warm server" below) and embedding stays queued in the store for
+    the MCP server. Measured with ``GARDENER_MEASURE_HOOKS=1 pytest
+    tests/clients/test_claude_hooks.py -k measure`` (the 20 largest real outputs of a Claude Code
+    2.1.146 session, 6-87 kB payloads) on a 2-core machine at load average 13-15: through the
+    server, wall median 372 ms / p95 490 ms, CPU (client + server) median 90 / p95 140 ms; one
+    process per event (``GARDENER_HOOKD=0``) wall 1980 / 2697 ms, CPU 663 / 699 ms; ``handle`` in
+    process wall 132 / 224 ms, CPU 17 / 35 ms. On an idle machine wall time is about the CPU
+    time, so the server path meets the 200 ms p95; under that load it does not.
+
 Never break Claude Code
     Any internal error is one line in ``<store>/hooks.log`` and an empty answer; the exit code is
     0 unless blocking was meant (never, today). Input over ``MAX_STDIN`` bytes is drained and
@@ -317,10 +329,8 @@ def post_tool_use(payload: dict) -> dict:
     finally:
         store.close()
     if degraded or not getattr(entry, "stored", False):
-        # Nothing kept (a locked store runs in memory and is gone with this process): an id
-        # that cannot be expanded must not stand in for the output.
-        if degraded:
-            log.warning("gardener: %s", degraded)
+        # Nothing kept (a locked store runs in memory and is gone with this process; the store
+        # logged why): an id that cannot be expanded must not stand in for the output.
         return {}
     full, short = entry.tokens_original, entry.tokens_summary
     version = claude_version(payload.get("transcript_path"))
