@@ -231,3 +231,23 @@ def test_real_transcripts_parse_and_import(tmp_path):
     replays = import_path(REAL)
     assert len(replays) == len(files)
     assert sum(len(r.probes()) for r in replays) >= 20
+
+
+def test_compaction_probes_ask_right_after_each_compaction(transcript):
+    t = parse(transcript)
+    from bench.replay.importers.claude_code import claude_probes, events_of
+
+    events = events_of(t)
+    turns = sum(1 for e in events if e["type"] in ("user", "run"))
+    probes = claude_probes(t, events, turns)
+    [comp] = t.compactions
+    at = turn_of_items(t)[comp.at]
+    mine = [(when, p) for when, p in probes if p["kind"].startswith("compaction:")]
+    assert mine and all(when == at and p["source_turn"] <= at for when, p in mine)
+    fig = measure(transcript, via="pipeline")
+    asked = [p for p in fig.probes if p.kind.startswith("compaction:")]
+    assert len(asked) == len(mine)
+    for probe, (_, made) in zip(asked, mine):
+        # right after the compaction Claude Code's context is its summary alone
+        assert probe.across_compaction
+        assert probe.in_context_verbatim == (made["answers"][0] in comp.summary)

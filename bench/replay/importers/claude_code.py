@@ -54,6 +54,7 @@ COMMAND_TAG = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.DOTALL)
 SKIPPED_PROMPT = ("<local-command-", "<command-message>", "[Request interrupted")
 MAX_COMMAND = 200
 MAX_PROBES = 20
+PER_COMPACTION = 6
 FACT_KINDS = ("failing_tests", "exceptions", "error_codes", "path_lines")
 
 
@@ -325,20 +326,42 @@ def turn_of_items(t: Transcript) -> list[int]:
     return out
 
 
-def _not_said_after(by_turn: dict[int, str], answer: str, turn: int) -> bool:
-    """Said in ``turn`` and in no later turn: when asked, the latest mention is that old
-    (earlier mentions are older still)."""
-    pattern = re.compile(r"(?<![\w./-])" + re.escape(answer) + r"(?![\w/-])")
-    if not pattern.search(by_turn.get(turn, "")):
-        return False
-    return not any(pattern.search(x) for k, x in by_turn.items() if k > turn)
+def _candidates(t: Transcript, turn_items: list[int]) -> list[tuple[int, str, str, str]]:
+    """(turn, question, answer, kind) of every fact a probe could ask about: the file an edit
+    changed for a prompt, the error lines and critical facts of command outputs."""
+    from aider_gardener import facts
+
+    from .aider_history import ERROR_LINE
+
+    out: list[tuple[int, str, str, str]] = []
+    prompt = ""
+    for (kind, value), turn in zip(t.items, turn_items):
+        if kind == "user":
+            prompt = " ".join(value.split())[:80]
+        if kind != "tool" or not value.output:
+            continue
+        if value.name in EDIT_TOOLS and value.path and not value.is_error and prompt:
+            rel = relative(value.path, t.cwd)
+            out.append((turn, f"Which file was edited for: {prompt}", rel, "edit"))
+        if value.name in COMMAND_TOOLS or value.is_error:
+            cmd = value.command[:60]
+            for m in list(ERROR_LINE.finditer(value.output))[:3]:
+                out.append((turn, f"What error did `{cmd}` report?", m.group(0), "error"))
+            found = facts.extract(value.output)
+            for fact_kind in FACT_KINDS:
+                what = fact_kind.replace("_", " ")[:-1]
+                for fact in sorted(found[fact_kind])[:3]:
+                    out.append((turn, f"Which {what} did `{cmd}` report?", fact, "fact"))
+    return out
 
 
 def claude_probes(t: Transcript, events: list[dict], turns: int) -> list[tuple[int, dict]]:
     """``aider_history.make_probes`` plus the files edited for a prompt and the critical facts
-    of command outputs (see the module docstring); at most ``MAX_PROBES``."""
-    from aider_gardener import facts
-
+    of command outputs (at most ``MAX_PROBES``, asked ``PROBE_DISTANCE`` turns later or at the
+    end), plus up to ``PER_COMPACTION`` *compaction probes* per real compaction: facts said
+    since the previous compaction (the latest mention is the source), asked right after it
+    (kind ``compaction:KIND``): everything before it is then gone from Claude Code's context
+    but its summary, which is where the summary and the gardener's store differ."""
     probes = make_probes(events, turns)[:AIDER_MAX_PROBES]
     seen = {a for _, p in probes for a in p["answers"]}
     by_turn: dict[int, str] = {}
@@ -352,53 +375,71 @@ def claude_probes(t: Transcript, events: list[dict], turns: int) -> list[tuple[i
             continue
         by_turn[turn] = by_turn.get(turn, "") + "\n" + text
     early = max(1, turns // 2)
-    prompt = ""
-    extra: list[tuple[int, dict]] = []
+    candidates = _candidates(t, turn_items)
 
-    def add(turn: int, question: str, answer: str, kind: str) -> None:
+    def said(answer: str, lo: int, hi: int) -> bool:
+        """In some turn in ``(lo, hi]`` (as a substring: a relative path said again inside an
+        absolute one counts)."""
+        return any(answer in x for k, x in by_turn.items() if lo < k <= hi)
+
+    def usable(turn: int, question: str, answer: str, taken: set[str]) -> bool:
+        return (
+            len(answer) >= 6
+            and answer not in taken
+            and answer not in question
+            and answer in by_turn.get(turn, "")
+        )
+
+    extra: list[tuple[int, dict]] = []
+    for turn, question, answer, kind in candidates:
         answer = answer.strip()
-        if len(answer) < 6 or answer in seen or turn > early or answer in question:
-            return
-        if not _not_said_after(by_turn, answer, turn):
-            return
         at = min(turns, turn + PROBE_DISTANCE)
-        if at <= turn:
-            return
+        if turn > early or at <= turn or not usable(turn, question, answer, seen):
+            continue
+        if said(answer, turn, turns):
+            continue  # said again later: not an old fact when asked
         seen.add(answer)
         probe = {"type": "probe", "question": question, "answers": [answer]}
         extra.append((at, dict(probe, source_turn=turn, kind=kind)))
-
-    for (kind, value), turn in zip(t.items, turn_items):
-        if kind == "user":
-            prompt = " ".join(value.split())[:80]
-        if kind != "tool" or not value.output:
-            continue
-        if value.name in EDIT_TOOLS and value.path and not value.is_error and prompt:
-            rel = relative(value.path, t.cwd)
-            add(turn, f"Which file was edited for: {prompt}", rel, "edit")
-        if value.name in COMMAND_TOOLS or value.is_error:
-            found = facts.extract(value.output)
-            for fact_kind in FACT_KINDS:
-                for fact in sorted(found[fact_kind])[:3]:
-                    add(
-                        turn,
-                        f"Which {fact_kind.replace('_', ' ')[:-1]} did `{value.command[:60]}` "
-                        "report?",
-                        fact,
-                        "fact",
-                    )
     out = probes + extra
     out.sort(key=lambda p: (p[1]["source_turn"], p[0]))
-    return out[:MAX_PROBES]
+    out = out[:MAX_PROBES]
+    previous = 0
+    asked: set[str] = set()  # answers of compaction probes (a regular probe may ask one later)
+    for c in t.compactions:
+        at = turn_items[c.at] if c.at < len(turn_items) else turns
+        chosen: dict[str, list[tuple[int, dict]]] = {}
+        latest: dict[str, tuple[int, str, str]] = {}  # answer -> its latest mention before
+        for turn, question, answer, kind in candidates:
+            answer = answer.strip()
+            if previous < turn <= at and usable(turn, question, answer, asked):
+                latest[answer] = (turn, question, kind)
+        for answer, (turn, question, kind) in sorted(latest.items(), key=lambda x: x[1][0]):
+            probe = {"type": "probe", "question": question, "answers": [answer]}
+            chosen.setdefault(kind, []).append(
+                (at, dict(probe, source_turn=turn, kind=f"compaction:{kind}"))
+            )
+        picked: list[tuple[int, dict]] = []
+        while len(picked) < PER_COMPACTION and any(chosen.values()):
+            for kind in sorted(chosen):  # one of each kind in turn, the latest first
+                if chosen[kind] and len(picked) < PER_COMPACTION:
+                    picked.append(chosen[kind].pop())
+        out += picked
+        asked.update(p["answers"][0] for _, p in picked)
+        previous = at
+    out.sort(key=lambda p: (p[0], p[1]["source_turn"]))
+    return out
 
 
 def relative(path: str, cwd: str) -> str:
-    """``path`` relative to the session's folder when it is inside it (forward slashes)."""
+    """``path`` relative to the session's folder when it is inside it, with the separators
+    it was written with (a Windows session's paths keep their backslashes)."""
     p = path.replace("\\", "/")
     base = cwd.replace("\\", "/").rstrip("/")
     if base and p.lower().startswith(base.lower() + "/"):
-        return p[len(base) + 1 :]
-    return p
+        p = p[len(base) + 1 :]
+        return p.replace("/", "\\") if "\\" in path else p
+    return path
 
 
 def to_replay(t: Transcript) -> Replay:
