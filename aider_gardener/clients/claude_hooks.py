@@ -822,6 +822,7 @@ SERVER_ENV = "GARDENER_HOOKD"
 SERVER_DIR_ENV = "GARDENER_HOOKD_DIR"
 SERVER_IDLE = 900.0
 CONNECT_TIMEOUT = 0.5
+SPAWN_BACKOFF = 30.0
 REPLY_TIMEOUT = 100.0  # under the hooks' own timeouts (30-120 s in hooks.json)
 ENV_PREFIXES = ("GARDENER_", "AIDER_GARDENER_", "CLAUDE_", "XDG_")
 ENV_NAMES = ("HOME",)
@@ -897,8 +898,20 @@ def _ask_server(path: Path, event: str, raw: bytes) -> str | None:
 
 
 def _start_server(path: Path) -> None:
+    """Start the server in the background, at most once per ``SPAWN_BACKOFF`` seconds (a server
+    that cannot start must not cost a process per tool call)."""
     import subprocess
 
+    mark = Path(f"{path}.spawned")
+    try:
+        if time.time() - mark.stat().st_mtime < SPAWN_BACKOFF:
+            return
+    except OSError:
+        pass
+    try:
+        mark.touch()
+    except OSError:
+        return
     try:
         subprocess.Popen(
             [sys.executable, "-m", "aider_gardener.clients.claude_hooks", "--serve", str(path)],
@@ -955,7 +968,7 @@ def serve(path: Path, idle: float = SERVER_IDLE) -> int:
                 _serve_one(conn, home_env, home_cwd)
     finally:
         sock.close()
-        for leftover in (path, Path(f"{path}.pid")):
+        for leftover in (path, Path(f"{path}.pid"), Path(f"{path}.spawned")):
             try:
                 leftover.unlink()
             except OSError:
