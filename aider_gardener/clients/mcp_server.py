@@ -5,7 +5,7 @@ Usage::
     gardener-mcp [--root DIR] [--store PATH] [--no-vectors] [--chroma-url URL]
     aider-gardener mcp ...                     # the same server
 
-    claude mcp add gardener -- gardener-mcp     # Claude Code, in the project
+    claude mcp add gardener -- /path/to/aider-gardener/.venv/bin/gardener-mcp   # Claude Code
     # any client's config: {"command": "gardener-mcp", "args": ["--root", "/path/to/repo"]}
 
 It serves the store an Aider session in the same repository uses (``<git root>/.aider.gardener/``,
@@ -16,8 +16,8 @@ Claude Code and the other way round. Tools:
 ``recall(query, class?, limit?, full?)``
     Hybrid search (FTS5 + embeddings, ``store/recall.py``): per hit its id, class, score, token
     cost (original and summary), where it came from, the summary, the lines that matched, and
-    the best-matching chunk when vectors found it; ``full`` gives originals (long ones cut, with
-    the offset ``expand`` continues from).
+    the best-matching chunk when vectors found it; ``full`` gives originals (cut at 20k
+    characters each and 60k in all, with the offset ``expand`` continues from).
 ``expand(id, offset?, length?)``
     The stored original verbatim (its own content block, exactly as stored), paged when large.
 ``forget(id, undo?)``
@@ -69,6 +69,7 @@ MAX_RECALL_LIMIT = 20
 PAGE_CHARS = 20_000  # one expand page: ~5k tokens, a size a model's context takes in stride
 MAX_PAGE_CHARS = 200_000
 FULL_CHARS = PAGE_CHARS  # per hit with full=True; the rest through expand
+FULL_TOTAL_CHARS = 3 * PAGE_CHARS  # all hits' originals together: a reply stays ~15k tokens
 MATCH_LINES = 3
 MATCH_CHARS = 200
 SCAN_CHARS = 4_000_000  # matching lines are looked for in this much of an original
@@ -213,7 +214,10 @@ class GardenerTools:
             hits = [(entries_by_id[h.entry_id], h) for h in found if h.entry_id in entries_by_id]
         if full and hits:
             store.touch([e.id for e, _ in hits])
-        out = [_hit(e, h, query, full) for e, h in hits]
+        out, room = [], FULL_TOTAL_CHARS
+        for e, h in hits:
+            out.append(_hit(e, h, query, min(FULL_CHARS, room) if full else 0))
+            room = max(0, room - len(out[-1].get("original", "")))
         result: dict[str, Any] = {"query": query, "search": search, "hits": out}
         if not out:
             result["message"] = f"Nothing stored matches {query!r}."
@@ -465,7 +469,9 @@ def _iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _hit(entry: Any, hit: Any, query: str, full: bool) -> dict[str, Any]:
+def _hit(entry: Any, hit: Any, query: str, full: int) -> dict[str, Any]:
+    """One hit as the tool returns it; ``full``: how many characters of the original to
+    include (0: none, the summary is the hit)."""
     out: dict[str, Any] = {
         "id": entry.id,
         "class": str(entry.cls),
@@ -487,10 +493,10 @@ def _hit(entry: Any, hit: Any, query: str, full: bool) -> dict[str, Any]:
             out["excerpt"] = hit.excerpt
     if full:
         text = entry.original
-        out["original"] = text[:FULL_CHARS]
-        if len(text) > FULL_CHARS:
+        out["original"] = text[:full]
+        if len(text) > full:
             out["truncated"] = True
-            out["next_offset"] = FULL_CHARS
+            out["next_offset"] = full
             out["total_chars"] = len(text)
     return out
 

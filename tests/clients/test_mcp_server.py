@@ -215,10 +215,13 @@ def test_recall_class_filter_and_full(world):
     filtered = client.ok("recall", {"query": "TS2339 RecurringPattern", "class": ",".join(other)})
     assert tsc.id not in [h["id"] for h in filtered["hits"]]
     full = client.ok("recall", {"query": "TS2339 RecurringPattern", "limit": 1, "full": True})
-    assert (
-        full["hits"][0]["original"]
-        == world["files"]["tsc_errors__wealth-aggregator.txt"].read_text()
-    )
+    want = world["files"]["tsc_errors__wealth-aggregator.txt"].read_bytes().decode()
+    assert full["hits"][0]["original"] == want and "truncated" not in full["hits"][0]
+    # a long original is cut, and says where expand goes on
+    hdfs = world["entries"]["loghub_HDFS_2k.log"]
+    got = client.ok("recall", {"query": f"id={hdfs.id}", "full": True})["hits"][0]
+    assert got["truncated"] and got["next_offset"] == len(got["original"]) == 20_000
+    assert got["original"] == world["files"]["loghub_HDFS_2k.log"].read_bytes().decode()[:20_000]
 
 
 def test_expand_returns_the_original_byte_for_byte(world):
@@ -312,6 +315,7 @@ def test_checkpoint_is_what_aiders_checkpoints_lists(world):
     from aider_gardener.continuity.checkpoint import (
         describe_counts,
         list_checkpoints,
+        load_latest,
         read_checkpoint,
     )
     from aider_gardener.continuity.facts import Fact
@@ -347,6 +351,8 @@ def test_checkpoint_is_what_aiders_checkpoints_lists(world):
     assert parsed.project == str(world["repo"].resolve())
     assert "1 decision, 1 constraint" in describe_counts(parsed.facts)
     assert "use sqlite instead of postgres" in path.read_text()
+    # what a new Aider session in this project offers to /resume
+    assert load_latest(path.parent, project=str(world["repo"].resolve())).path == path
 
 
 def test_context_pressure_counts_the_store(world):
@@ -546,3 +552,26 @@ def test_ends_when_the_client_goes(tmp_path, how):
     assert rc == (0 if how == "eof" else 128 + signal.SIGTERM)
     assert proc.stdout.read() == b""
     assert (repo / ".aider.gardener" / "store.sqlite").is_file()
+
+
+def test_the_real_claude_code_cli_connects(tmp_path):
+    """``claude mcp add`` as the module docstring says, then Claude Code's own health check
+    (``claude mcp list`` runs the MCP handshake with every server) reports it connected."""
+    cli = Path(sys.executable).parents[1] / "claude-code" / "node_modules" / ".bin" / "claude"
+    if not cli.exists() or not SERVER.is_file():
+        pytest.skip("Claude Code CLI not installed (./dev install puts it in .venv/claude-code)")
+    repo = _repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(_env(home), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+
+    def claude(*args: str) -> str:
+        res = subprocess.run(
+            [str(cli), *args], cwd=repo, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        return res.stdout
+
+    claude("mcp", "add", "gardener", "--", str(SERVER))
+    listed = [line for line in claude("mcp", "list").splitlines() if line.startswith("gardener:")]
+    assert len(listed) == 1 and "Connected" in listed[0], listed
