@@ -106,6 +106,7 @@ class ProbeFigures:
     in_context_verbatim: bool
     in_recall: bool
     in_recall_verbatim: bool
+    in_state: bool = False  # in the gardener's state block of the latest compaction before it
 
 
 @dataclass
@@ -142,6 +143,7 @@ def file_kept(rel: str, text: str) -> bool:
     """A file counts as kept when its path relative to the project, or its file name as a
     word, is in ``text`` (summaries and state blocks both shorten paths)."""
     flat = text.replace("\\", "/")
+    rel = rel.replace("\\", "/")
     if rel in flat:
         return True
     name = rel.rsplit("/", 1)[-1]
@@ -217,7 +219,8 @@ class PipelineIngest:
         for h in hits:
             entry = entries.get(h.entry_id)
             original = entry.original if entry is not None else ""
-            out.append(f"{original}\n{h.text}\n{h.excerpt}")
+            # recall shows where an entry came from (a Read's file) beside its text
+            out.append(f"{h.source_path or ''}\n{original}\n{h.text}\n{h.excerpt}")
         return out
 
     def close(self) -> None:
@@ -353,6 +356,7 @@ def measure(
     decisions: list[str] = []
     window: list[str] = []  # what Claude Code had in context: since the latest compaction
     compaction_turns: list[int] = []
+    state_now: list[str] = []  # the state block the latest compaction was given
     pending = list(probes)
 
     def ask(upto: int) -> None:
@@ -365,6 +369,9 @@ def measure(
             rec_strict = any(verbatim(answers, h) for h in hits)
             rec_loose = rec_strict or any(loose(answers, [h]) for h in hits)
             across = any(probe["source_turn"] <= c <= at for c in compaction_turns)
+            in_state = bool(state_now) and (
+                verbatim(answers, state_now[0]) or loose(answers, state_now[0].splitlines())
+            )
             fig.probes.append(
                 ProbeFigures(
                     probe["question"],
@@ -376,6 +383,7 @@ def measure(
                     ctx_strict,
                     rec_loose,
                     rec_strict,
+                    in_state,
                 )
             )
 
@@ -385,6 +393,7 @@ def measure(
                 ask(turn - 1)  # probes asked after turn N come before turn N+1 starts
             if kind == "compaction":
                 state, body = ingest.holders(value, tracker)
+                state_now[:] = [state]
                 fig.compactions.append(_compaction(value, t, found, files, decisions, state, body))
                 compaction_turns.append(turn)
                 window = [value.summary] if value.summary else []
@@ -525,6 +534,9 @@ def totals(sessions: list[SessionFigures]) -> dict[str, Any]:
         "probes_across_compaction": len(across),
         "across_in_context": sum(p.in_context for p in across),
         "across_in_recall": sum(p.in_recall for p in across),
+        "across_in_state": sum(p.in_state for p in across),
+        "across_in_state_or_recall": sum(p.in_state or p.in_recall for p in across),
+        "across_in_summary_or_state": sum(p.in_context or p.in_state for p in across),
         "summary_tokens": sum(c.summary_tokens for c in comps),
         "state_tokens": sum(c.state_tokens for c in comps),
         "checkpoint_tokens": sum(c.checkpoint_tokens for c in comps),
@@ -664,6 +676,16 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
         f"  said before a compaction, asked after ({tot['probes_across_compaction']})",
         _frac(tot["across_in_context"], tot["probes_across_compaction"]),
         _frac(tot["across_in_recall"], tot["probes_across_compaction"]),
+    )
+    n = tot["probes_across_compaction"]
+    side.add_row("    in the gardener's state block", "", _frac(tot["across_in_state"], n))
+    side.add_row(
+        f"    in the state block or recall@{k}", "", _frac(tot["across_in_state_or_recall"], n)
+    )
+    side.add_row(
+        "    in the summary had it kept the state block (PreCompact)",
+        "",
+        _frac(tot["across_in_summary_or_state"], n),
     )
     console.print(side)
 
