@@ -775,6 +775,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"gardener-mcp {__version__}")
         return 0
+    if args.root and not Path(args.root).expanduser().is_dir():
+        print(f"gardener-mcp: --root {args.root}: not a directory", file=sys.stderr)
+        return 2
     stdout = _protocol_stdout()
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"

@@ -575,3 +575,19 @@ def test_the_real_claude_code_cli_connects(tmp_path):
     claude("mcp", "add", "gardener", "--", str(SERVER))
     listed = [line for line in claude("mcp", "list").splitlines() if line.startswith("gardener:")]
     assert len(listed) == 1 and "Connected" in listed[0], listed
+
+
+def test_a_missing_root_is_refused_before_anything_is_created(tmp_path):
+    if not SERVER.is_file():
+        pytest.skip("gardener-mcp not installed")
+    missing = tmp_path / "no" / "such"
+    res = subprocess.run(
+        [str(SERVER), "--root", str(missing)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=60,
+    )
+    assert res.returncode == 2 and "not a directory" in res.stderr
+    assert res.stdout == "" and not (tmp_path / "no").exists()
