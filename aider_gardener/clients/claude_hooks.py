@@ -821,6 +821,7 @@ def answer(event: str, raw: bytes) -> str:
 SERVER_ENV = "GARDENER_HOOKD"
 SERVER_DIR_ENV = "GARDENER_HOOKD_DIR"
 SERVER_IDLE = 900.0
+SERVER_CHECK = 30.0  # seconds between checks that the socket is still this server's
 CONNECT_TIMEOUT = 0.5
 SPAWN_BACKOFF = 30.0
 REPLY_TIMEOUT = 100.0  # under the hooks' own timeouts (30-120 s in hooks.json)
@@ -944,6 +945,7 @@ def serve(path: Path, idle: float = SERVER_IDLE) -> int:
 
     compress("warm up: tiktoken tables and the classifiers' patterns load once, here\n")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    inode = None
     try:
         try:
             path.unlink()
@@ -955,25 +957,46 @@ def serve(path: Path, idle: float = SERVER_IDLE) -> int:
         finally:
             os.umask(old_umask)
         sock.listen(64)
-        sock.settimeout(idle)
+        sock.settimeout(min(idle, SERVER_CHECK))
+        inode = path.stat().st_ino
         Path(f"{path}.pid").write_text(str(os.getpid()))
+        os.chdir("/")  # hold no project folder (a test's temp folder, a removed worktree)
         home_env = dict(os.environ)
-        home_cwd = os.getcwd()
+        home_cwd = "/"
+        last = time.monotonic()
         while True:
             try:
                 conn, _ = sock.accept()
             except socket.timeout:
-                return 0
+                if time.monotonic() - last >= idle:
+                    return 0
+                try:
+                    if path.stat().st_ino != inode:
+                        return 0  # another server took the name: no client reaches this one
+                except OSError:
+                    return 0  # the socket (or its folder) was removed
+                continue
             with conn:
                 _serve_one(conn, home_env, home_cwd)
+            last = time.monotonic()
     finally:
         sock.close()
-        for leftover in (path, Path(f"{path}.pid"), Path(f"{path}.spawned")):
-            try:
-                leftover.unlink()
-            except OSError:
-                pass
+        _remove_own(path, inode)
         lock.close()
+
+
+def _remove_own(path: Path, inode: int | None) -> None:
+    """Remove the socket and its side files, unless another server has taken the name."""
+    try:
+        if inode is None or path.stat().st_ino != inode:
+            return
+    except OSError:
+        return
+    for leftover in (path, Path(f"{path}.pid"), Path(f"{path}.spawned")):
+        try:
+            leftover.unlink()
+        except OSError:
+            pass
 
 
 def _serve_one(conn: Any, home_env: dict, home_cwd: str) -> None:
