@@ -44,6 +44,8 @@ def _find_cli() -> str | None:
 
 @pytest.fixture(scope="module")
 def claude_cli() -> str:
+    if os.environ.get("GARDENER_NO_CLAUDE_CODE"):  # as ./dev install: leave the CLI out
+        pytest.skip("GARDENER_NO_CLAUDE_CODE is set")
     cli = _find_cli()
     if cli is None:
         pytest.skip("Claude Code CLI not installed (./dev install puts it in .venv/claude-code)")
@@ -373,9 +375,10 @@ def test_plugin_loads_with_its_hooks_and_mcp_server(sessions):
     events = sessions.events
     init = next(e for e in events if e.get("subtype") == "init")
     assert "aider-gardener" in [p["name"] for p in init["plugins"]]
+    # Still "pending" at init on a loaded machine (the server answers a few seconds in); that it
+    # connected shows in the requests' tool lists (test_mcp_tools_reach_the_requests_tool_list).
     servers = [s for s in init["mcp_servers"] if s["name"].startswith("plugin:")]
-    assert [s["status"] for s in servers] == ["connected"], init["mcp_servers"]
-    assert {sessions.prefix + t for t in GARDENER_TOOLS} <= set(init["tools"])
+    assert [s["status"] in ("connected", "pending") for s in servers] == [True], servers
     started = [e for e in events if e.get("subtype") == "hook_response"]
     assert [e["hook_event"] for e in started] == ["SessionStart"]
     assert started[0]["exit_code"] == 0 and started[0]["outcome"] == "success", started[0]
@@ -458,3 +461,56 @@ def test_output_over_the_cli_cut_is_stored_whole(sessions):
     output is in the file ``tool_response.persistedOutputPath`` names."""
     entry = sessions.entry("cat pytest-output.txt")
     assert entry["original"] == sessions.big_log.rstrip("\n")
+
+
+def test_installed_plugin_loads_without_plugin_dir_or_venv_on_path(claude_cli, repo, home):
+    """``aider-gardener claude install`` (temp HOME) registers the plugin with this CLI; a plain
+    ``claude -p`` then loads it from any shell: hooks and MCP server run from their absolute
+    paths, with this venv nowhere on PATH."""
+    gardener_plugin()  # skips as the others when the package ships no plugin
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC_"))}
+    env.update(HOME=str(home), PATH=path, XDG_DATA_HOME=str(home / ".local" / "share"))
+    env.update(DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+    env.pop("GARDENER_CLAUDE_PLUGIN_DIR", None)
+    done = subprocess.run(
+        [str(Path(venv_bin) / "aider-gardener"), "claude", "install", "--claude", claude_cli],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (repo / "build-output.txt").write_text(build_log())
+
+    def answer_once_tools_listed(body, api):
+        if any(t["name"].endswith("__recall") and "gardener" in t["name"] for t in body["tools"]):
+            return [text("Built.")]
+        if api.turns_served < MCP_WAIT_TURNS:
+            api.script.insert(api.turns_served, answer_once_tools_listed)
+            return [tool_use("Bash", {"command": "sleep 1", "description": "wait"})]
+        return [text("no gardener tools were listed")]
+
+    script = [
+        [tool_use("Bash", {"command": "cat build-output.txt", "description": "build"})],
+        answer_once_tools_listed,
+    ]
+    with FakeAnthropic(script) as api:
+        events = run_claude(
+            claude_cli,
+            api,
+            repo,
+            home,
+            "build it",
+            "--allowedTools",
+            "Bash",
+            env={"PATH": path, "ENABLE_TOOL_SEARCH": "false"},
+        )
+    init = next(e for e in events if e.get("subtype") == "init")
+    assert "aider-gardener" in [p["name"] for p in init["plugins"]], init["plugins"]
+    assert final_result(events)["result"] == "Built."
+    assert [
+        r["original"] for r in store_entries(repo) if r["command"] == "cat build-output.txt"
+    ] == [build_log().rstrip("\n")]
