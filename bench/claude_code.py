@@ -541,6 +541,15 @@ def totals(sessions: list[SessionFigures]) -> dict[str, Any]:
         "state_tokens": sum(c.state_tokens for c in comps),
         "checkpoint_tokens": sum(c.checkpoint_tokens for c in comps),
     }
+    kinds: dict[str, dict[str, int]] = {}
+    for p in probes:
+        row = kinds.setdefault(p.kind or "?", dict(n=0, context=0, state=0, recall=0, either=0))
+        row["n"] += 1
+        row["context"] += p.in_context
+        row["state"] += p.in_state
+        row["recall"] += p.in_recall
+        row["either"] += p.in_state or p.in_recall
+    out["probe_kinds"] = dict(sorted(kinds.items()))
     for what in SURVIVAL:
         out[f"{what}_found"] = sum(c.found.get(what, 0) for c in comps)
         for holder in HOLDERS:
@@ -688,6 +697,17 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
         _frac(tot["across_in_summary_or_state"], n),
     )
     console.print(side)
+
+    kinds = Table(title="probes by kind (all sessions)", title_justify="left")
+    for col in ("kind", "n", "in real context", "in state block", f"recall@{k}", "state|recall"):
+        kinds.add_column(col, justify="left" if col == "kind" else "right")
+    for kind, row in tot["probe_kinds"].items():
+        kinds.add_row(
+            kind,
+            str(row["n"]),
+            *[_frac(row[key], row["n"]) for key in ("context", "state", "recall", "either")],
+        )
+    console.print(kinds)
 
     tools: dict[str, list[int]] = {}
     for sess in sessions:
