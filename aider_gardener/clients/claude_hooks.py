@@ -167,6 +167,21 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1, default=str)
 
 
+def _persisted(path: Any) -> str | None:
+    """The whole output Claude Code saved to a file when it cut ``stdout`` (over 30,000
+    characters, 2.1.x: ``persistedOutputPath``); None when there is no such readable file."""
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        if os.path.getsize(path) > MAX_STDIN:
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return data.decode("utf-8", "surrogateescape")
+
+
 def tool_output(tool_name: str, tool_input: Any, tool_response: Any) -> ToolOutput | None:
     """What a tool call's result is, as text to store; None when there is nothing to store (an
     edit, a task-list update, the gardener's own tools, an empty result)."""
@@ -184,6 +199,7 @@ def tool_output(tool_name: str, tool_input: Any, tool_response: Any) -> ToolOutp
             code = int(m.group(1))
     elif name in ("Bash", "PowerShell", "BashOutput") and isinstance(resp, dict):
         out, err = str(resp.get("stdout") or ""), str(resp.get("stderr") or "")
+        out = _persisted(resp.get("persistedOutputPath")) or out
         text = out + ("\n" if out and err else "") + err
         if isinstance(resp.get("exitCode"), int):
             code = resp["exitCode"]
@@ -218,6 +234,36 @@ def tool_output(tool_name: str, tool_input: Any, tool_response: Any) -> ToolOutp
     if not text or not text.strip():
         return None
     return ToolOutput(text, command, path, None if name in ("Bash", "PowerShell") else name, code)
+
+
+def replacement(tool_name: str, tool_response: Any, text: str) -> Any:
+    """``text`` in the shape of the tool's own result, which is what Claude Code takes as
+    ``updatedToolOutput`` (2.1.332 silently drops a plain string for Bash, whose result is
+    ``{stdout, stderr, interrupted, isImage}``); None when the shape is not one we know."""
+    resp = tool_response
+    if isinstance(resp, str):
+        return text
+    if tool_name.startswith("mcp__"):
+        if isinstance(resp, list):
+            return [{"type": "text", "text": text}]
+        if isinstance(resp, dict) and isinstance(resp.get("content"), list):
+            return {**resp, "content": [{"type": "text", "text": text}]}
+        return None
+    if not isinstance(resp, dict):
+        return None
+    shaped = {k: v for k, v in resp.items() if not k.startswith("persistedOutput")}
+    if tool_name in ("Bash", "PowerShell", "BashOutput"):
+        shaped.update(stdout=text, stderr="")
+    elif tool_name == "WebFetch":
+        shaped.update(result=text)
+    elif tool_name == "Grep" and isinstance(resp.get("content"), str) and resp.get("content"):
+        shaped.update(content=text, numLines=text.count("\n") + 1)
+    elif tool_name in ("Grep", "Glob") and isinstance(resp.get("filenames"), list):
+        lines = text.splitlines()
+        shaped.update(filenames=lines, numFiles=len(lines))
+    else:
+        return None
+    return shaped
 
 
 def can_replace(tool_name: str, version: tuple[int, int, int] | None) -> bool:
@@ -344,13 +390,12 @@ def post_tool_use(payload: dict) -> dict:
             f"{entry.summary}\n[gardener: {full:,} -> {short:,} tokens; the expand tool of the"
             f" gardener MCP server returns the full output of id={entry.id}]"
         )
-        fields: dict[str, Any] = {"updatedToolOutput": text}
-        if name.startswith("mcp__"):
-            resp = payload.get("tool_response")
-            blocks = resp.get("content") if isinstance(resp, dict) else resp
-            shaped = [{"type": "text", "text": text}] if isinstance(blocks, list) else text
-            fields["updatedMCPToolOutput"] = shaped
-        return _hook_output("PostToolUse", **fields)
+        shaped = replacement(name, payload.get("tool_response"), text)
+        if shaped is not None:
+            fields: dict[str, Any] = {"updatedToolOutput": shaped}
+            if name.startswith("mcp__"):
+                fields["updatedMCPToolOutput"] = shaped
+            return _hook_output("PostToolUse", **fields)
     if full >= NOTE_MIN_TOKENS:
         note = (
             f"[gardener: stored as id={entry.id} ({full:,} tokens, {entry.cls}); recall it later"

@@ -146,7 +146,7 @@ def valid_hook_json(out: str, event: str) -> dict:
             "SessionStart": {"additionalContext"},
         }[event]
         assert set(spec) - {"hookEventName"} <= allowed
-        assert all(isinstance(v, (str, list)) and v for k, v in spec.items())
+        assert all(isinstance(v, (str, list, dict)) and v for k, v in spec.items())
     return data
 
 
@@ -187,9 +187,11 @@ def test_large_bash_output_is_replaced_by_its_summary(repo):
     spec = valid_hook_json(out, "PostToolUse")["hookSpecificOutput"]
     text = tool_output("Bash", big["tool_input"], big["tool_response"]).text
     eid = entry_id(text)
-    assert f"[full output stored: id={eid}]" in spec["updatedToolOutput"]
+    shaped = spec["updatedToolOutput"]  # Bash's own result shape: a string would be dropped
+    assert set(shaped) >= {"stdout", "stderr", "interrupted"} and shaped["stderr"] == ""
+    assert f"[full output stored: id={eid}]" in shaped["stdout"]
     assert "updatedMCPToolOutput" not in spec  # Bash is not an MCP tool
-    assert len(spec["updatedToolOutput"]) < len(text) / 2
+    assert len(shaped["stdout"]) < len(text) / 2
     with store_of(repo) as store:
         assert store.get(eid).original == text
 
@@ -225,7 +227,7 @@ def test_mcp_output_replacement_keeps_the_content_block_shape(repo):
     blocks = spec["updatedMCPToolOutput"]
     assert isinstance(blocks, list) and blocks[0]["type"] == "text"
     assert "ConnectionResetError" in blocks[0]["text"]
-    assert blocks[0]["text"] == spec["updatedToolOutput"]
+    assert blocks == spec["updatedToolOutput"]
 
 
 def test_an_unusable_store_never_replaces_output(repo, tmp_path, monkeypatch):
@@ -275,6 +277,55 @@ def test_old_claude_code_gets_a_note_not_a_replacement(repo, tmp_path):
     spec = handle("PostToolUse", payload)["hookSpecificOutput"]
     assert set(spec) == {"hookEventName", "additionalContext"}
     assert entry_id(text) in spec["additionalContext"]
+
+
+def test_output_claude_code_cut_is_read_whole_from_its_file(tmp_path):
+    whole = "".join(f"line {i}: FAILED tests/test_x.py::test_{i}\n" for i in range(2000))
+    saved = tmp_path / "tool-results" / "b1.txt"
+    saved.parent.mkdir()
+    saved.write_text(whole)
+    resp = {
+        "stdout": whole[:30000],
+        "stderr": "",
+        "interrupted": False,
+        "persistedOutputPath": str(saved),
+        "persistedOutputSize": len(whole),
+    }
+    assert tool_output("Bash", {"command": "pytest"}, resp).text == whole
+    resp["persistedOutputPath"] = str(tmp_path / "gone.txt")  # deleted since: what we have
+    assert tool_output("Bash", {"command": "pytest"}, resp).text == whole[:30000]
+
+
+def test_replacements_keep_each_tools_result_shape():
+    bash = {
+        "stdout": "x",
+        "stderr": "y",
+        "interrupted": False,
+        "isImage": False,
+        "persistedOutputPath": "/p",
+        "persistedOutputSize": 9,
+    }
+    assert claude_hooks.replacement("Bash", bash, "S") == {
+        "stdout": "S",
+        "stderr": "",
+        "interrupted": False,
+        "isImage": False,
+    }
+    grep = {"mode": "content", "numFiles": 0, "filenames": [], "content": "a\nb"}
+    assert claude_hooks.replacement("Grep", grep, "S1\nS2")["content"] == "S1\nS2"
+    files = {"mode": "files_with_matches", "filenames": ["a", "b", "c"], "numFiles": 3}
+    assert claude_hooks.replacement("Grep", files, "a\n[x]") == {
+        "mode": "files_with_matches",
+        "filenames": ["a", "[x]"],
+        "numFiles": 2,
+    }
+    web = {"bytes": 9, "code": 200, "result": "page", "url": "u"}
+    assert claude_hooks.replacement("WebFetch", web, "S")["result"] == "S"
+    assert claude_hooks.replacement("Bash", "Error: Exit code 1\nboom", "S") == "S"
+    blocks = [{"type": "text", "text": "a"}]
+    assert claude_hooks.replacement("mcp__x__y", blocks, "S") == [{"type": "text", "text": "S"}]
+    assert claude_hooks.replacement("Task", {"content": blocks}, "S") is None
+    assert claude_hooks.replacement("mcp__x__y", 42, "S") is None
 
 
 def test_tool_output_shapes():
