@@ -179,7 +179,9 @@ def _persisted(path: Any) -> str | None:
             data = fh.read()
     except OSError:
         return None
-    return data.decode("utf-8", "surrogateescape")
+    # Claude Code's own stdout drops the trailing newline; the same output must get the same id
+    # whether or not it was long enough to be saved to a file.
+    return data.decode("utf-8", "surrogateescape").rstrip("\n")
 
 
 def tool_output(tool_name: str, tool_input: Any, tool_response: Any) -> ToolOutput | None:
@@ -552,12 +554,15 @@ def _relative(path: Any, root: Path) -> str | None:
         return path
 
 
-def facts_from_transcript(path: Any, root: Path, tracker: Any = None) -> Any:
+def facts_from_transcript(path: Any, root: Path, tracker: Any = None, lookup: Any = None) -> Any:
     """The session's facts (a ``FactTracker``) from a Claude Code transcript: user prompts,
     replies, command outputs (with the entry ids the PostToolUse hook stored them under), reads
-    and edits, in order; subagent records are left out."""
+    and edits, in order; subagent records are left out.
+
+    Claude Code records a replaced output as replaced (the summary), so an output citing its
+    ``[full output stored: id=…]`` is read as that entry's original when ``lookup(id)`` (e.g.
+    ``store.get``) has it."""
     from ..continuity.tracker import FactTracker
-    from ..pipeline import entry_id
 
     tracker = tracker or FactTracker()
     uses: dict[str, tuple[str, dict]] = {}
@@ -585,7 +590,7 @@ def facts_from_transcript(path: Any, root: Path, tracker: Any = None) -> Any:
                 elif block.get("type") == "tool_result":
                     name, args = uses.get(block.get("tool_use_id"), ("", {}))
                     result = record.get("toolUseResult", block.get("content"))
-                    _observe_result(tracker, name, args, result, block, turn, root, entry_id)
+                    _observe_result(tracker, name, args, result, block, turn, root, lookup)
         elif record.get("type") == "assistant" and isinstance(content, list):
             for block in content:
                 if not isinstance(block, dict):
@@ -598,7 +603,12 @@ def facts_from_transcript(path: Any, root: Path, tracker: Any = None) -> Any:
     return tracker
 
 
-def _observe_result(tracker, name, args, result, block, turn, root, entry_id) -> None:
+_HANDLE_ID = re.compile(r"\[full output stored: id=([a-z2-7]{10})\]")
+
+
+def _observe_result(tracker, name, args, result, block, turn, root, lookup) -> None:
+    from ..pipeline import entry_id
+
     if name in ("Edit", "MultiEdit", "Write", "NotebookEdit"):
         if block.get("is_error"):
             return
@@ -621,7 +631,13 @@ def _observe_result(tracker, name, args, result, block, turn, root, entry_id) ->
             code = 1
         elif code is None:
             code = 0
-        tracker.on_output(out.command, out.text, turn, entry_id(out.text), exit_code=code)
+        text, eid = out.text, entry_id(out.text)
+        cited = _HANDLE_ID.findall(text)
+        if cited and lookup is not None:
+            stored = lookup(cited[-1])
+            if stored is not None:
+                text, eid = stored.original, stored.id
+        tracker.on_output(out.command, text, turn, eid, exit_code=code)
 
 
 # --- PreCompact / SessionStart ---
@@ -657,8 +673,13 @@ def pre_compact(payload: dict) -> dict:
     sid = client_session_id(CLIENT, payload.get("session_id")) or "claude-unknown"
     latest = load_latest(folder, warn=log.warning, project=str(root)) if folder.is_dir() else None
     tracker = FactTracker(carried_facts(latest.facts)) if latest and latest.session != sid else None
-    tracker = facts_from_transcript(payload.get("transcript_path"), root, tracker)
-    book = tracker.book
+    store = _open(payload)
+    try:
+        tracker = facts_from_transcript(payload.get("transcript_path"), root, tracker, store.get)
+        book = tracker.book
+        _save_facts(store, book)
+    finally:
+        store.close()
     trigger = "manual" if payload.get("trigger") == "manual" else "pressure"
     text = render_checkpoint(
         book,
@@ -671,7 +692,6 @@ def pre_compact(payload: dict) -> dict:
     checkpoint = read_checkpoint(path)  # verified: written, read back, and parsed again
     if not checkpoint.verified:
         raise RuntimeError(f"checkpoint {path} reads back unverified")
-    _save_facts(payload, book)
     state_path = _state_path(store_dir, payload)
     state = _load_state(state_path)
     state.update(compacted_at=time.time(), recalled=[], checkpoint=str(path))
@@ -686,18 +706,15 @@ def pre_compact(payload: dict) -> dict:
     return {"text": "\n".join(lines), "checkpoint": str(path)}
 
 
-def _save_facts(payload: dict, book: Any) -> None:
+def _save_facts(store: Any, book: Any) -> None:
     """The facts go to the store too, so the MCP server and a later Aider session can read
     them (the checkpoint file is the copy that needs no store)."""
     from ..store.facts import save_facts
 
-    store = _open(payload)
     try:
         save_facts(store, store.session_id, list(book))
     except Exception as err:  # noqa: BLE001 - the checkpoint file holds them already
         log.warning("gardener: facts not saved in the store (%s)", err)
-    finally:
-        store.close()
 
 
 def session_start(payload: dict) -> dict:

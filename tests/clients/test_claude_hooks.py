@@ -283,7 +283,7 @@ def test_output_claude_code_cut_is_read_whole_from_its_file(tmp_path):
     whole = "".join(f"line {i}: FAILED tests/test_x.py::test_{i}\n" for i in range(2000))
     saved = tmp_path / "tool-results" / "b1.txt"
     saved.parent.mkdir()
-    saved.write_text(whole)
+    saved.write_text(whole)  # as the command printed it; Claude Code's stdout drops the last \n
     resp = {
         "stdout": whole[:30000],
         "stderr": "",
@@ -291,7 +291,7 @@ def test_output_claude_code_cut_is_read_whole_from_its_file(tmp_path):
         "persistedOutputPath": str(saved),
         "persistedOutputSize": len(whole),
     }
-    assert tool_output("Bash", {"command": "pytest"}, resp).text == whole
+    assert tool_output("Bash", {"command": "pytest"}, resp).text == whole.rstrip("\n")
     resp["persistedOutputPath"] = str(tmp_path / "gone.txt")  # deleted since: what we have
     assert tool_output("Bash", {"command": "pytest"}, resp).text == whole[:30000]
 
@@ -634,6 +634,60 @@ def test_only_the_users_words_become_prompts():
         None,
     ):
         assert not claude_hooks.is_prompt(wrapper)
+
+
+def test_checkpoint_reads_replaced_outputs_as_their_originals(repo, tmp_path):
+    """Claude Code writes the replaced output to the transcript; PreCompact reads the original
+    back through the id the summary cites, so the error and its id are the real ones."""
+    lines = [f"[{i}/400] Building C object src/mod_{i}.c.o" for i in range(400)]
+    lines.insert(200, "src/mod_199.c:12:5: error: 'tokn_kind' undeclared (first use here)")
+    text = "\n".join(lines + ["ninja: build stopped: subcommand failed."])
+    resp = {"stdout": text, "stderr": "", "interrupted": False, "isImage": False}
+    current = tmp_path / "t.jsonl"
+    current.write_text(json.dumps({"type": "user", "version": "2.1.332"}) + "\n")
+    post = {
+        "session_id": "r1",
+        "transcript_path": str(current),
+        "cwd": str(repo),
+        "tool_name": "Bash",
+        "tool_input": {"command": "ninja"},
+        "tool_response": resp,
+    }
+    shaped = handle("PostToolUse", post)["hookSpecificOutput"]["updatedToolOutput"]
+    assert "tokn_kind" in shaped["stdout"] and len(shaped["stdout"]) < len(text) / 2
+    records = [
+        {"type": "user", "message": {"role": "user", "content": "build it"}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ninja"}}
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "toolUseResult": shaped,
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": shaped["stdout"],
+                        "is_error": True,
+                    }
+                ],
+            },
+        },
+    ]
+    current.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    answer = handle("PreCompact", dict(post, trigger="auto"))
+    checkpoint = parse_checkpoint(Path(answer["checkpoint"]).read_text())
+    errors = [f for f in checkpoint.facts if f.kind == "error"]
+    assert any("tokn_kind" in f.text for f in errors)
+    assert f"/recall {entry_id(text)}" in answer["text"]
 
 
 def test_session_start_without_checkpoints_says_nothing(repo):
