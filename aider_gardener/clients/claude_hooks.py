@@ -12,10 +12,14 @@ checked against the CLI pinned in ``dev`` for the end-to-end test, 2.1.332):
 - PostToolUse input: ``tool_name``, ``tool_input``, ``tool_response`` (the tool's structured
   result: Bash ``{stdout, stderr, interrupted, ...}``, Read ``{type, file: {filePath, content}}``,
   Grep ``{mode, filenames, content}``, WebFetch ``{result, url, ...}``, MCP tools their content
-  blocks). Output ``hookSpecificOutput: {hookEventName: "PostToolUse", additionalContext,
-  updatedToolOutput, updatedMCPToolOutput}``: ``updatedMCPToolOutput`` replaces an MCP tool's
-  result (since 1.0.x), ``updatedToolOutput`` any tool's (changelog 2.1.121: "PostToolUse hooks
-  can now replace tool output for all tools via hookSpecificOutput.updatedToolOutput");
+  blocks; past 30,000 characters Bash's ``stdout`` is cut and ``persistedOutputPath`` names a
+  file with the whole output). Output ``hookSpecificOutput: {hookEventName: "PostToolUse",
+  additionalContext, updatedToolOutput, updatedMCPToolOutput}``: ``updatedMCPToolOutput``
+  replaces an MCP tool's result (since 1.0.x), ``updatedToolOutput`` any tool's (changelog
+  2.1.121: "PostToolUse hooks can now replace tool output for all tools via
+  hookSpecificOutput.updatedToolOutput"), in the shape of the tool's own result: 2.1.332 drops a
+  plain string for Bash (found by the end-to-end test with the real CLI). The transcript then
+  records the replacement, not the original;
 - UserPromptSubmit input: ``prompt``; output ``hookSpecificOutput.additionalContext`` (added to
   the model's context) and ``systemMessage`` (shown to the user);
 - PreCompact input: ``trigger`` (manual|auto), ``custom_instructions``. Its JSON output has no
