@@ -1,4 +1,4 @@
-"""Claude Code hooks: the gardener behind Claude Code's lifecycle events, one process per event.
+"""Claude Code hooks: the gardener behind Claude Code's lifecycle events, a short process each.
 
 Claude Code runs ``gardener-hook EVENT`` (or ``aider-gardener hook EVENT``) with the event's JSON
 on stdin and reads JSON (or, for PreCompact, plain text) from stdout. ``handle(event, payload)``
@@ -64,8 +64,9 @@ Speed
     2.1.146 session, 6-87 kB payloads) on a 2-core machine at load average 13-15: through the
     server, wall median 372 ms / p95 490 ms, CPU (client + server) median 90 / p95 140 ms; one
     process per event (``GARDENER_HOOKD=0``) wall 1980 / 2697 ms, CPU 663 / 699 ms; ``handle`` in
-    process wall 132 / 224 ms, CPU 17 / 35 ms. On an idle machine wall time is about the CPU
-    time, so the server path meets the 200 ms p95; under that load it does not.
+    process wall 132 / 224 ms, CPU 17 / 35 ms. Wall time on an idle machine should come close to
+    the CPU time, i.e. within the 200 ms p95 through the server (not measured: no idle machine
+    here); under that load it is not.
 
 Never break Claude Code
     Any internal error is one line in ``<store>/hooks.log`` and an empty answer; the exit code is
