@@ -182,15 +182,15 @@ class PipelineIngest:
         self.vectors = vectors
         self.store = Store(folder, vectors=vectors, scope="session", model=MODEL)
 
-    def tool(
-        self, name: str, command: str, output: str, path: str | None, args: dict
-    ) -> tuple[int, int, Any] | None:
+    def tool(self, call: Any, output: str) -> tuple[int, int, Any] | None:
         """(tokens the model would see, summary tokens, entry); None when nothing is stored."""
         from aider_gardener.types import Source
 
+        name = call.name
         if name in NOT_STORED:
             return None
-        source = Source(role="tool", command=command, path=path if name == "Read" else None)
+        path = call.path if name == "Read" else None
+        source = Source(role="tool", command=call.command, path=path)
         entry = self.store.ingest(output, source, tool=name)
         seen = entry.tokens_original
         if entry.tokens_original > MAX_OUTPUT:
@@ -255,25 +255,30 @@ class HookIngest(PipelineIngest):
         }
         self.store = Store(folder / "store", vectors=vectors, scope="project", model=MODEL)
 
-    def tool(
-        self, name: str, command: str, output: str, path: str | None, args: dict
-    ) -> tuple[int, int, Any] | None:
+    def tool(self, call: Any, output: str) -> tuple[int, int, Any] | None:
+        """The recorded ``toolUseResult`` is the hook's ``tool_response`` (the result text the
+        model saw when the transcript has none)."""
         from aider_gardener.pipeline import entry_id
 
+        response = call.response if isinstance(call.response, (dict, list)) else output
+        stored = self.hooks.tool_output(call.name, call.input, response)
         payload = dict(
             self.base,
             hook_event_name="PostToolUse",
-            tool_name=name,
-            tool_input=args,
-            tool_response=output,
+            tool_name=call.name,
+            tool_input=call.input,
+            tool_response=response,
         )
         answer = self.hooks.handle("PostToolUse", payload).get("hookSpecificOutput") or {}
-        entry = self.store.get(entry_id(output))
+        if stored is None:
+            return None
+        entry = self.store.get(entry_id(stored.text))
         if entry is None:
             return None
         seen = entry.tokens_original
-        if isinstance(answer.get("updatedToolOutput"), str):
-            seen = count_tokens(answer["updatedToolOutput"], MODEL)
+        replaced = _shown_text(answer.get("updatedToolOutput"))
+        if replaced is not None:
+            seen = count_tokens(replaced, MODEL)
         elif isinstance(answer.get("additionalContext"), str):
             seen += count_tokens(answer["additionalContext"], MODEL)
         return seen, entry.tokens_summary, entry
@@ -297,6 +302,21 @@ class HookIngest(PipelineIngest):
             os.environ.pop(STORE_ENV, None)
         else:
             os.environ[STORE_ENV] = self.saved_env
+
+
+def _shown_text(value: Any) -> str | None:
+    """The text the model sees of a replaced tool output: the hook answers a string, or the
+    tool's own result shape (Bash ``{stdout, stderr, …}``, content blocks) with text in it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_shown_text(v) or "" for v in value)
+    if isinstance(value, dict):
+        if value.get("type") == "text" and isinstance(value.get("text"), str):
+            return value["text"]
+        parts = [_shown_text(v) for k, v in value.items() if isinstance(v, (str, list, dict))]
+        return "\n".join(p for p in parts if p and p not in ("text",))
+    return None
 
 
 def hooks_available() -> bool:
@@ -424,7 +444,7 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig) -> None:  # noqa: A
     rel = relative(call.path, t.cwd) if call.path else None
     if call.output.strip():
         t0 = time.perf_counter()
-        done = ingest.tool(call.name, call.command, call.output, call.path, call.input)
+        done = ingest.tool(call, call.output)
         fig.ingest_ms.append((time.perf_counter() - t0) * 1000)
         before = count_tokens(call.output, MODEL)
         fig.tool_outputs += 1

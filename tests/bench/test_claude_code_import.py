@@ -70,7 +70,8 @@ def session_records() -> list:
         _tool_use("m1", "t1", "Bash", {"command": "pytest -q"}, 12000),  # same id: one call
         _result("t1", pytest_out, error=True),
         _tool_use("m2", "t2", "Bash", {"command": "make build"}, 15000),
-        _result("t2", BUILD_LOG),
+        # the structured result a PostToolUse hook is given, as Claude Code records it
+        _result("t2", BUILD_LOG) | {"toolUseResult": {"stdout": BUILD_LOG, "stderr": ""}},
         _rec("assistant", {"id": "side", "role": "assistant", "content": []}, isSidechain=True),
         _user("<local-command-caveat>Caveat: not typed</local-command-caveat>") | {"isMeta": True},
         _tool_use(

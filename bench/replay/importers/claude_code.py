@@ -66,6 +66,7 @@ class ToolCall:
     output: str = ""
     is_error: bool = False
     answered: bool = False
+    response: Any = None  # the record's ``toolUseResult``: what a PostToolUse hook is given
 
     @property
     def command(self) -> str:
@@ -245,14 +246,18 @@ def parse(path: str | Path) -> Transcript:
                     pending_boundary = None
                     continue
                 if isinstance(content, list):
-                    for block in content:
-                        if isinstance(block, dict) and block.get("type") == "tool_result":
-                            call = calls.get(str(block.get("tool_use_id")))
-                            if call is None or call.answered:
-                                continue
-                            call.output = _text_of(block.get("content"))
-                            call.is_error = bool(block.get("is_error"))
-                            call.answered = True
+                    results = [
+                        b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
+                    ]
+                    for block in results:
+                        call = calls.get(str(block.get("tool_use_id")))
+                        if call is None or call.answered:
+                            continue
+                        call.output = _text_of(block.get("content"))
+                        call.is_error = bool(block.get("is_error"))
+                        call.answered = True
+                        if len(results) == 1:
+                            call.response = rec.get("toolUseResult")
                 if rec.get("isMeta"):
                     continue
                 typed = _prompt(text)
