@@ -444,17 +444,42 @@ def _stems(query: str) -> list[str]:
 
 
 def _matching_lines(text: str, query: str) -> tuple[list[dict[str, Any]], int]:
+    """The lines sharing the most query terms (in their order in the original), and how many
+    lines matched at all. Each term is found with ``str.find``, jumping to the end of the line
+    it is on, so the Python loop runs once per matching line and term rather than per line and
+    term (a 1.5 MB build log: 50-70 ms per hit that way, more than the recall itself; a regex
+    alternation of the terms was slower still)."""
     terms = _stems(query)
     if not terms:
         return [], 0
-    scored = []
-    for n, line in enumerate(text[:SCAN_CHARS].splitlines(), 1):
-        low = line.lower()
-        score = sum(1 for t in terms if t in low)
-        if score:
-            scored.append((-score, n, line))
+    body = text[:SCAN_CHARS]
+    low = body.lower()
+    found: dict[int, int] = {}  # line start -> how many terms are on that line
+    ends: dict[int, int] = {}
+    if len(low) != len(body):  # a character whose lower case is longer ("İ"): line by line
+        start = 0
+        for piece in body.split("\n"):
+            n = sum(1 for t in terms if t in piece.lower())
+            if n:
+                found[start], ends[start] = n, start + len(piece)
+            start += len(piece) + 1
+        terms = []
+    for term in terms:
+        pos = low.find(term)
+        while pos >= 0:
+            start = low.rfind("\n", 0, pos) + 1
+            end = low.find("\n", pos)
+            end = len(low) if end < 0 else end
+            found[start] = found.get(start, 0) + 1
+            ends[start] = end
+            pos = low.find(term, end + 1)
+    scored, line, last = [], 1, 0
+    for start in sorted(found):
+        line += body.count("\n", last, start)
+        last = start
+        scored.append((-found[start], line, start))
     best = sorted(sorted(scored)[:MATCH_LINES], key=lambda s: s[1])
-    lines = [{"line": n, "text": _clip(line)} for _s, n, line in best]
+    lines = [{"line": n, "text": _clip(body[a : ends[a]])} for _s, n, a in best]
     return lines, len(scored)
 
 
