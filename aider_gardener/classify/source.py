@@ -25,7 +25,10 @@ STRUCTURED_EXT = {
     "json", "jsonc", "json5", "jsonl", "ndjson", "geojson", "yaml", "yml", "toml", "xml", "csv",
     "tsv", "lock", "ini", "cfg", "conf", "properties", "plist", "ipynb", "har",
 }  # fmt: skip
-PROSE_EXT = {"md", "markdown", "rst", "txt", "adoc", "org", "tex", "rtf"}
+# ``.txt`` is not here: a text file is as often a saved test run or build log (``pytest >
+# out.txt``; ``cat pytest-output.txt`` in a Claude Code session entered a 1,200-line pytest log
+# uncompressed as prose) as it is prose, so its content decides.
+PROSE_EXT = {"md", "markdown", "rst", "adoc", "org", "tex", "rtf"}
 LOG_EXT = {"log", "out", "err"}
 
 # fence info strings / language names

@@ -60,3 +60,21 @@ def test_command_class_and_runner():
     assert runner("cargo test") == "cargo"
     assert runner("mvn test") == "maven"
     assert runner("make") is None
+
+
+def test_text_files_are_classified_by_their_content():
+    """``.txt`` names no class: a saved pytest run is a log, a note is prose."""
+    from aider_gardener.classify import classify
+    from aider_gardener.types import Source
+
+    run = "\n".join(
+        [f"tests/test_big.py::test_case_{i:04d} PASSED{' ' * 10}[{i // 5:3d}%]" for i in range(500)]
+        + ["FAILED tests/test_big.py::test_overflow - OverflowError: cannot fit 'int'"]
+    )
+    note = "\n".join(
+        ["We decided to keep the parser in one module because the grammar is small."] * 20
+    )
+    assert class_for_path("out.txt") is None
+    assert classify(run, Source(command="cat pytest-output.txt")) is C.LOG
+    assert classify(run, Source(role="tool", path="pytest-output.txt")) is C.LOG
+    assert classify(note, Source(command="cat notes.txt")) is C.PROSE
