@@ -4,7 +4,22 @@ Only the model is fake (tests/clients/fake_anthropic.py); the CLI, its hook runn
 and its plugin loader are the real ones, so these tests catch what unit tests of the hooks cannot:
 a hook JSON shape this CLI version ignores, a tool name it spells differently, a plugin file it does
 not load. The CLI is the pinned one ``./dev install`` puts in ``.venv/claude-code`` (or
-``GARDENER_CLAUDE_CLI``); without it every test here skips.
+``GARDENER_CLAUDE_CLI``, or ``claude`` on PATH); without it, or with ``GARDENER_NO_CLAUDE_CODE``
+set, every test here skips.
+
+What the CLI needs to run offline (2.1.332): a temp ``HOME``, ``ANTHROPIC_BASE_URL`` at the fake,
+``ANTHROPIC_API_KEY`` (any value), ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``,
+``DISABLE_AUTOUPDATER=1``; ``-p --output-format stream-json --verbose``; tools allowed by name
+(``--allowedTools``: -p mode cannot ask, and as root ``--dangerously-skip-permissions`` is
+refused). It sends nothing but ``POST /v1/messages?beta=true`` (streamed) to the fake.
+
+Covered: the plugin loaded with ``--plugin-dir`` and after ``aider-gardener claude install``;
+PostToolUse storing a Bash output byte for byte (and whole past the CLI's 30,000-character cut);
+the model told where the output went; the six MCP tools in the request (deferred behind ToolSearch
+by default, in ``tools`` with ``ENABLE_TOOL_SEARCH=false``); recall's tool_result carrying the
+stored error; UserPromptSubmit recall in a later session; ``/compact`` running PreCompact (its
+state block in the summarization request, a checkpoint on disk) and SessionStart(compact)
+restoring the state into the next request.
 """
 
 from __future__ import annotations
@@ -13,9 +28,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +57,29 @@ def _find_cli() -> str | None:
         if cand and os.access(cand, os.X_OK):
             return cand
     return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_hook_servers():
+    """The hooks start a warm server (``claude_hooks``, idle for 15 minutes before it exits) on a
+    socket in a per-user folder. The tests give it a folder of their own and end the servers they
+    started, by the pid each wrote, so no test leaves a process behind or meets another run's."""
+    folder = tempfile.mkdtemp(prefix="gardener-hookd-")  # short: AF_UNIX paths are
+    old = os.environ.get("GARDENER_HOOKD_DIR")
+    os.environ["GARDENER_HOOKD_DIR"] = folder
+    try:
+        yield folder
+    finally:
+        if old is None:
+            os.environ.pop("GARDENER_HOOKD_DIR", None)
+        else:
+            os.environ["GARDENER_HOOKD_DIR"] = old
+        for pid_file in Path(folder).glob("*.pid"):
+            try:
+                os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -293,6 +333,8 @@ class Sessions:
     api: FakeAnthropic
     later: FakeAnthropic  # the second session (UserPromptSubmit recall; no ToolSearch)
     repo: Path
+    home: Path
+    env: dict[str, str]
     recall: str
     log: str
     big_log: str
@@ -368,7 +410,7 @@ def sessions(claude_cli, tmp_path_factory) -> Sessions:
         prompt = "why does the build fail on tokn_kind undeclared?"
         env2 = {**env, "ENABLE_TOOL_SEARCH": "false"}
         run_claude(claude_cli, later, repo, home, prompt, *load, "--allowedTools", "Bash", env=env2)
-    return Sessions(events, api, later, repo, recall[0], log, big)
+    return Sessions(events, api, later, repo, home, env, recall[0], log, big)
 
 
 def test_plugin_loads_with_its_hooks_and_mcp_server(sessions):
@@ -432,12 +474,6 @@ def test_user_prompt_submit_context_reaches_the_request(sessions):
     assert entry["id"] in ctx or ERROR_LINE in ctx, all_text(req.body)[-3000:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="claude_hooks returns updatedToolOutput as a string; Claude Code 2.1.332 silently"
-    " drops a string for Bash (it takes the tool_response shape, {stdout, stderr, interrupted,"
-    " isImage}), so the model sees neither summary nor note",
-)
 def test_model_is_told_where_the_output_went(sessions):
     """The hook replaced the build output by its summary (or added a note) naming the entry, and
     the error line still reached the model."""
@@ -451,16 +487,75 @@ def test_model_is_told_where_the_output_went(sessions):
         assert entry["id"] in result_text(result)  # replaced: the summary names its entry
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="claude_hooks stores tool_response.stdout, which Claude Code 2.1.332 cuts to 30,000"
-    " characters; the whole output is in tool_response.persistedOutputPath",
-)
 def test_output_over_the_cli_cut_is_stored_whole(sessions):
     """Past 30,000 characters the hook's ``tool_response.stdout`` is cut to 30,000; the whole
     output is in the file ``tool_response.persistedOutputPath`` names."""
     entry = sessions.entry("cat pytest-output.txt")
     assert entry["original"] == sessions.big_log.rstrip("\n")
+
+
+@dataclass
+class Compacted:
+    compaction: FakeAnthropic  # what the CLI sent to have the conversation summarized
+    events: list[dict]
+    resumed: FakeAnthropic  # the first turn after the compaction
+
+
+@pytest.fixture(scope="module")
+def compacted(claude_cli, sessions) -> Compacted:
+    """The first session again (``--resume``): ``/compact`` (the manual compaction, which runs
+    PreCompact and then SessionStart with source "compact"), then one more prompt."""
+    session_id = final_result(sessions.events)["session_id"]
+    load = ["--plugin-dir", str(gardener_plugin()), "--resume", session_id]
+    with FakeAnthropic([[text("Summary: the build fails on tokn_kind.")]]) as compaction:
+        events = run_claude(
+            claude_cli,
+            compaction,
+            sessions.repo,
+            sessions.home,
+            "/compact",
+            *load,
+            env=sessions.env,
+        )
+    with FakeAnthropic([[text("Carrying on.")]]) as resumed:
+        run_claude(
+            claude_cli, resumed, sessions.repo, sessions.home, "go on", *load, env=sessions.env
+        )
+    return Compacted(compaction, events, resumed)
+
+
+def test_pre_compact_state_block_reaches_the_compaction_request(sessions, compacted):
+    """PreCompact's stdout is what this CLI appends to the summarization instructions: the open
+    error and its entry id must be in them, and a verified checkpoint on disk."""
+    entry = sessions.entry("sh build.sh")
+    instructions = [
+        t[t.rfind("Additional Instructions:") :]
+        for t in (all_text(r.body) for r in compacted.compaction.requests if r.body)
+        if "Additional Instructions:" in t
+    ]
+    assert instructions, "no summarization request carried additional instructions"
+    assert any(ERROR_LINE in t and entry["id"] in t for t in instructions), instructions[0][:2000]
+    from aider_gardener.clients.project import store_location
+
+    folder, _ = store_location(sessions.repo)
+    checkpoints = sorted((folder / "checkpoints").glob("*.md"))
+    assert checkpoints and ERROR_LINE in checkpoints[-1].read_text()
+
+
+def test_session_start_after_compaction_restores_the_state(sessions, compacted):
+    """SessionStart(compact) answers with the state block, and the next turn's request carries
+    it as the hook's context (the conversation it came from is summarized away)."""
+    (hook,) = [
+        e
+        for e in compacted.events
+        if e.get("subtype") == "hook_response" and e.get("hook_name") == "SessionStart:compact"
+    ]
+    assert hook["exit_code"] == 0 and ERROR_LINE in hook["output"], hook
+    req = compacted.resumed.main_requests[0]
+    t = all_text(req.body)
+    at = t.rfind("SessionStart hook additional context:")
+    assert at >= 0, t[-3000:]
+    assert ERROR_LINE in t[at : at + 4000]
 
 
 def test_installed_plugin_loads_without_plugin_dir_or_venv_on_path(claude_cli, repo, home):
