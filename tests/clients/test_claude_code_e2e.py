@@ -185,6 +185,9 @@ def test_plain_prompt_reaches_fake_api_and_answer_comes_back(claude_cli, repo, h
     assert "gardener-probe-41" in all_text(body)
     assert "Bash" in api.main_requests[0].tool_names
     assert body["stream"] is True  # the SSE path of the fake is the one exercised
+    # With nonessential traffic off, the Messages endpoint is all it calls (without, it also
+    # sends GET /api/hello to the base URL); a new endpoint would show here first.
+    assert {r.method + " " + r.path.split("?")[0] for r in api.requests} == {"POST /v1/messages"}
 
 
 def test_bash_tool_use_round_trip(claude_cli, repo, home):
