@@ -119,6 +119,7 @@ MAX_SEQ_ENV = "GARDENER_EMBED_MAX_SEQ"
 CACHE_SUBDIR = "models"
 ONNX_OPSET = 17
 EXPORT_MIN_COSINE = 0.999
+MAPPED_MIN_COSINE = 0.99999  # the mapped file against the export it was made from
 _PROBES = (
     "ImportError: cannot import name 'parse_config' from 'app.config' (src/app/config.py)",
     "Caroline went to an LGBTQ support group yesterday and it was so powerful.",
@@ -537,33 +538,27 @@ class OnnxEncoder(_Encoder):
 
     @classmethod
     def open(cls, cache_dir: Path) -> "OnnxEncoder":
+        """The memory-mapped model file of ``cache_dir``, made first if missing (see
+        ``mapped_filename``): exported from the packaged weights and checked, then rewritten
+        with its weights in a separate file that ONNX Runtime maps instead of copying."""
         import onnxruntime as ort
 
-        path = Path(cache_dir) / onnx_filename()
-        exported = False
-        if not path.is_file() and EXPORT_ISOLATED:
-            _export_in_child(Path(cache_dir))  # exported and checked there, or it raises
-        elif not path.is_file():
-            export_onnx(path)
-            exported = True
-        opts = ort.SessionOptions()
-        threads = _env_int(THREADS_ENV, 1)
-        opts.intra_op_num_threads = max(0, threads)
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.log_severity_level = 3  # warnings about unused initializers are noise here
-        if not ONNX_PREPACK:
-            opts.add_session_config_entry("session.disable_prepacking", "1")
-        session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        encoder = cls(session, load_tokenizer(), _env_int(MAX_SEQ_ENV, 0) or _model_max_seq())
-        if exported:
+        cache_dir = Path(cache_dir)
+        mapped = cache_dir / mapped_filename()
+        for attempt in (1, 2):
+            if not _mapped_ready(mapped):
+                if EXPORT_ISOLATED:
+                    _export_in_child(cache_dir)  # made and checked there, or it raises
+                else:
+                    prepare(cache_dir)
             try:
-                _check_export(encoder)
-            except Exception:
-                path.unlink(missing_ok=True)
-                raise
-        return encoder
+                session = _session(ort, mapped)
+                break
+            except Exception:  # a damaged or foreign file: made again, once
+                _remove_mapped(mapped)
+                if attempt == 2:
+                    raise
+        return cls(session, load_tokenizer(), _env_int(MAX_SEQ_ENV, 0) or _model_max_seq())
 
     def forward(self, ids: Any, mask: Any) -> Any:
         import numpy as np
@@ -583,6 +578,106 @@ def onnx_filename() -> str:
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - checked at load
         version = "0"
     return f"minilm-l6-v2-{size}-torch{version}-opset{ONNX_OPSET}.onnx"
+
+
+def mapped_filename() -> str:
+    """The file sessions load: the export after ONNX Runtime's hardware-independent rewrites
+    (``ORT_ENABLE_BASIC``: constant folding, redundant nodes), with every weight over 1 kB in
+    ``<name>.data`` beside it. ONNX Runtime maps such a file into memory instead of reading the
+    weights into its own buffers, so loading does not hold the file's bytes and the parsed
+    copy at once (a session's load peaked 140 MB above the import for 90 MB of weights; now
+    ~50), and pages of weights it never reads (most of the 47 MB word-piece table) stay on
+    disk. Versioned by ONNX Runtime too: another version writes its own."""
+    try:
+        version = importlib.metadata.version("onnxruntime")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - checked at load
+        version = "0"
+    return f"{Path(onnx_filename()).stem}-ort{version}-mapped.onnx"
+
+
+def _mapped_ready(mapped: Path) -> bool:
+    return mapped.is_file() and mapped.with_name(mapped.name + ".data").is_file()
+
+
+def _remove_mapped(mapped: Path) -> None:
+    for path in (mapped, mapped.with_name(mapped.name + ".data")):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _session(ort: Any, path: Path) -> Any:
+    opts = ort.SessionOptions()
+    threads = _env_int(THREADS_ENV, 1)
+    opts.intra_op_num_threads = max(0, threads)
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3  # warnings about unused initializers are noise here
+    if not ONNX_PREPACK:
+        opts.add_session_config_entry("session.disable_prepacking", "1")
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
+def prepare(cache_dir: Path) -> None:
+    """Make what ``OnnxEncoder.open`` loads: export the weights (torch, only if the export is
+    missing) and check it against sentence-transformers, then write the mapped file and check
+    it against the export. A file that fails its check is removed. Runs in a child interpreter
+    in a session (``_export_in_child``); only the first step needs torch."""
+    import onnxruntime as ort
+
+    cache_dir = Path(cache_dir)
+    plain = cache_dir / onnx_filename()
+    max_seq = _env_int(MAX_SEQ_ENV, 0) or _model_max_seq()
+    if not plain.is_file():
+        export_onnx(plain)
+        try:
+            _check_export(OnnxEncoder(_session(ort, plain), load_tokenizer(), max_seq))
+        except Exception:
+            plain.unlink(missing_ok=True)
+            raise
+    mapped = cache_dir / mapped_filename()
+    if _mapped_ready(mapped):
+        return
+    write_mapped(ort, plain, mapped)
+    try:
+        ref = OnnxEncoder(_session(ort, plain), load_tokenizer(), max_seq).encode(list(_PROBES))
+        got = OnnxEncoder(_session(ort, mapped), load_tokenizer(), max_seq).encode(list(_PROBES))
+        import numpy as np
+
+        worst = float(np.min(np.sum(ref * got, axis=1)))
+        if worst < MAPPED_MIN_COSINE:
+            raise RuntimeError(f"mapped ONNX file differs from the export (cosine {worst:.6f})")
+    except Exception:
+        _remove_mapped(mapped)
+        raise
+
+
+def write_mapped(ort: Any, plain: Path, mapped: Path) -> None:
+    """ONNX Runtime writes the rewritten model and its weights file itself (no ``onnx``
+    package needed), into a private folder; both are then moved in place, the weights first,
+    so a reader never sees a model without its weights."""
+    import shutil
+
+    work = Path(tempfile.mkdtemp(prefix=".convert-", dir=mapped.parent))
+    data = mapped.name + ".data"
+    try:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.log_severity_level = 3
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        opts.optimized_model_filepath = str(work / mapped.name)
+        opts.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", data
+        )
+        opts.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+        )
+        ort.InferenceSession(str(plain), opts, providers=["CPUExecutionProvider"])
+        for name in (data, mapped.name):
+            os.chmod(work / name, 0o600)
+            os.replace(work / name, mapped.parent / name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _model_max_seq() -> int:
@@ -618,16 +713,16 @@ def _export_in_child(cache_dir: Path) -> None:
         )
     except (OSError, subprocess.SubprocessError) as err:
         raise RuntimeError(f"ONNX export could not run: {err}") from err
-    if res.returncode != 0 or not (Path(cache_dir) / onnx_filename()).is_file():
+    if res.returncode != 0 or not _mapped_ready(Path(cache_dir) / mapped_filename()):
         last = (res.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"ONNX export failed: {last}")
 
 
 def _export_here(cache_dir: str) -> None:
-    """The child's work: export into ``cache_dir`` and check the file (a bad one is removed)."""
+    """The child's work: ``prepare`` in ``cache_dir`` (a file that fails its check is removed)."""
     global EXPORT_ISOLATED
     EXPORT_ISOLATED = False
-    OnnxEncoder.open(Path(cache_dir))
+    prepare(Path(cache_dir))
 
 
 def export_onnx(path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -222,18 +223,76 @@ def test_onnx_export_matches_sentence_transformers_on_real_text(onnx_dir, tool_o
     assert cosines.min() > 0.999, cosines
 
 
-def test_onnx_export_is_cached_and_private(onnx_dir, monkeypatch):
-    files = list(onnx_dir.glob("*.onnx"))
-    assert [f.name for f in files] == [embeddings.onnx_filename()]
-    assert files[0].stat().st_mode & 0o777 == 0o600
-    assert not list(onnx_dir.glob(".export-*"))  # no temporary file left behind
+def _model_files(folder):
+    mapped = embeddings.mapped_filename()
+    return sorted([embeddings.onnx_filename(), mapped, mapped + ".data"])
 
-    def no_export(path):
+
+def test_onnx_export_is_cached_and_private(onnx_dir, monkeypatch):
+    files = sorted(onnx_dir.iterdir())
+    assert [f.name for f in files] == _model_files(onnx_dir)  # no temporary file left behind
+    assert all(f.stat().st_mode & 0o777 == 0o600 for f in files)
+
+    def no_export(*args):
         raise AssertionError("exported again")
 
     monkeypatch.setattr(embeddings, "export_onnx", no_export)
+    monkeypatch.setattr(embeddings, "write_mapped", no_export)
     encoder = embeddings.OnnxEncoder.open(onnx_dir)  # the cached file, no torch needed
     assert encoder.encode(["hello"]).shape == (1, DIMENSIONS)
+
+
+def test_the_session_maps_its_weights_instead_of_copying_them(onnx_dir):
+    """Issue 15: loading the weights into ONNX Runtime's buffers held the file and the parsed
+    copy at once; the mapped file's weights are pages of the file (``/proc/self/maps``)."""
+    encoder = embeddings.OnnxEncoder.open(onnx_dir)
+    assert encoder.encode(["hello"]).shape == (1, DIMENSIONS)
+    data = str(onnx_dir / (embeddings.mapped_filename() + ".data"))
+    maps = Path("/proc/self/maps")
+    if not maps.is_file():
+        pytest.skip("no /proc/self/maps here")
+    assert data in maps.read_text()
+
+
+def test_a_damaged_mapped_file_is_made_again_from_the_export(onnx_dir, tmp_path, monkeypatch):
+    import shutil
+
+    folder = tmp_path / "models"
+    shutil.copytree(onnx_dir, folder)
+    mapped = folder / embeddings.mapped_filename()
+    mapped.write_bytes(b"not a model")
+    monkeypatch.setattr(embeddings, "EXPORT_ISOLATED", False)
+
+    def no_export(path):
+        raise AssertionError("the export is still good: no torch needed")
+
+    monkeypatch.setattr(embeddings, "export_onnx", no_export)
+    encoder = embeddings.OnnxEncoder.open(folder)
+    reference = embeddings.OnnxEncoder.open(onnx_dir)
+    texts = ["the build failed", "ImportError: cannot import name 'parse_config'"]
+    assert np.allclose(encoder.encode(texts), reference.encode(texts), atol=1e-5)
+    assert mapped.stat().st_size > 1000
+
+
+def test_a_missing_mapped_file_is_made_from_the_export_without_torch(onnx_dir, tmp_path):
+    """Stores exported before the mapped file existed: only ONNX Runtime runs, in a child."""
+    import shutil
+    import subprocess
+    import sys
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    shutil.copy2(onnx_dir / embeddings.onnx_filename(), folder)
+    code = (
+        "import json, sys; from pathlib import Path; from aider_gardener.store import embeddings;"
+        " embeddings._export_here(sys.argv[1]);"
+        " print(json.dumps({'torch': 'torch' in sys.modules}))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True
+    )
+    assert res.stdout.strip().splitlines()[-1] == '{"torch": false}'
+    assert sorted(f.name for f in folder.iterdir()) == _model_files(folder)
 
 
 def test_onnx_max_seq_length_truncates(onnx_dir):
@@ -392,7 +451,7 @@ def test_the_export_runs_in_a_child_so_the_session_never_imports_torch(tmp_path)
     )
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out == {"torch": False, "shape": [1, DIMENSIONS]}
-    assert [f.name for f in tmp_path.glob("*.onnx")] == [embeddings.onnx_filename()]
+    assert sorted(f.name for f in tmp_path.iterdir()) == _model_files(tmp_path)
 
 
 def test_a_failed_child_export_raises_so_load_falls_back(monkeypatch, tmp_path):
