@@ -72,6 +72,7 @@ FULL_CHARS = PAGE_CHARS  # per hit with full=True; the rest through expand
 FULL_TOTAL_CHARS = 3 * PAGE_CHARS  # all hits' originals together: a reply stays ~15k tokens
 MATCH_LINES = 3
 MATCH_CHARS = 200
+MATCH_SCAN_LINES = 300  # lines looked at per query term (see _matching_lines)
 SCAN_CHARS = 4_000_000  # matching lines are looked for in this much of an original
 REOPEN_AFTER = 2.0  # seconds between attempts to reopen a store that was unusable
 
@@ -443,44 +444,50 @@ def _stems(query: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _matching_lines(text: str, query: str) -> tuple[list[dict[str, Any]], int]:
-    """The lines sharing the most query terms (in their order in the original), and how many
-    lines matched at all. Each term is found with ``str.find``, jumping to the end of the line
-    it is on, so the Python loop runs once per matching line and term rather than per line and
-    term (a 1.5 MB build log: 50-70 ms per hit that way, more than the recall itself; a regex
-    alternation of the terms was slower still)."""
+def _matching_lines(text: str, query: str) -> tuple[list[dict[str, Any]], int, bool]:
+    """The lines sharing the most query terms (in their order in the original), how many lines
+    matched, and whether that count stopped at a bound (a term on more than
+    ``MATCH_SCAN_LINES`` lines is looked for on its first ones only).
+
+    Each term is found with ``str.find``, jumping to the end of its line, and the lines found
+    are then scored on every term, so the Python loop runs once per matching line and term
+    instead of per line and term: on a 1.5 MB build log 50-70 ms per hit that way, more than
+    the recall itself. A line holding every term is still found through the rarest one."""
     terms = _stems(query)
     if not terms:
-        return [], 0
+        return [], 0, False
     body = text[:SCAN_CHARS]
     low = body.lower()
-    found: dict[int, int] = {}  # line start -> how many terms are on that line
-    ends: dict[int, int] = {}
+    spans: dict[int, int] = {}  # line start -> line end, of the lines holding a term
+    capped = False
     if len(low) != len(body):  # a character whose lower case is longer ("İ"): line by line
         start = 0
         for piece in body.split("\n"):
-            n = sum(1 for t in terms if t in piece.lower())
-            if n:
-                found[start], ends[start] = n, start + len(piece)
+            if any(t in piece.lower() for t in terms):
+                spans[start] = start + len(piece)
             start += len(piece) + 1
-        terms = []
-    for term in terms:
-        pos = low.find(term)
-        while pos >= 0:
-            start = low.rfind("\n", 0, pos) + 1
-            end = low.find("\n", pos)
-            end = len(low) if end < 0 else end
-            found[start] = found.get(start, 0) + 1
-            ends[start] = end
-            pos = low.find(term, end + 1)
+    else:
+        for term in terms:
+            pos, seen = low.find(term), 0
+            while pos >= 0:
+                if seen == MATCH_SCAN_LINES:
+                    capped = True
+                    break
+                start = low.rfind("\n", 0, pos) + 1
+                end = low.find("\n", pos)
+                end = len(low) if end < 0 else end
+                spans[start] = end
+                seen += 1
+                pos = low.find(term, end + 1)
     scored, line, last = [], 1, 0
-    for start in sorted(found):
+    for start in sorted(spans):
         line += body.count("\n", last, start)
         last = start
-        scored.append((-found[start], line, start))
+        here = body[start : spans[start]].lower()
+        scored.append((-sum(1 for t in terms if t in here), line, start))
     best = sorted(sorted(scored)[:MATCH_LINES], key=lambda s: s[1])
-    lines = [{"line": n, "text": _clip(body[a : ends[a]])} for _s, n, a in best]
-    return lines, len(scored)
+    lines = [{"line": n, "text": _clip(body[a : spans[a]])} for _s, n, a in best]
+    return lines, len(scored), capped
 
 
 def _clip(line: str) -> str:
@@ -510,10 +517,10 @@ def _hit(entry: Any, hit: Any, query: str, full: int) -> dict[str, Any]:
         "summary": entry.summary,
     }
     if hit is not None:
-        lines, matched = _matching_lines(entry.original, query)
+        lines, matched, capped = _matching_lines(entry.original, query)
         if lines:
             out["matching_lines"] = lines
-            out["lines_matched"] = matched
+            out["lines_matched"] = f"{matched}+" if capped else matched
         if getattr(hit, "excerpt", ""):
             out["excerpt"] = hit.excerpt
     if full:
