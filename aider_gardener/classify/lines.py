@@ -45,6 +45,9 @@ LOG_RE = re.compile(
       | ={5,}|-{5,}\ |_{5,}
       | npm\ (?:ERR!|WARN|notice)|yarn\ (?:run|install)\ v|warning\ |error\ |note:\ |help:[ ]
       | g?make(?:\[\d+\])?:\ |\*\*\*[ ]
+      | (?:\S*/)?(?:ccache\ )?(?:gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|nvcc|icc|icpx)(?:-[\d.]+)?
+          \ .*\ -(?:c|o)\ \S                                # a compiler call make echoes
+      | (?:CC|CXX|LD|AR|AS|CCLD|CXXLD|GEN|HOSTCC|HOSTLD)\ +\S+\.\w+\s*$   # kbuild/automake quiet
       | (?:Tokens|Cost|Model|Main\ model|Weak\ model|Editor\ model|Git\ repo|Repo-map|Warning
           |Removed|Now\ at|Diff\ since):\ \S
       | (?:Aider\ v\d|Applied\ edit\ to\ |Commit\ [0-9a-f]{7}\ |Added\ \S.*\ to\ the\ chat

@@ -78,3 +78,18 @@ def test_text_files_are_classified_by_their_content():
     assert classify(run, Source(command="cat pytest-output.txt")) is C.LOG
     assert classify(run, Source(role="tool", path="pytest-output.txt")) is C.LOG
     assert classify(note, Source(command="cat notes.txt")) is C.PROSE
+
+
+def test_a_verbose_make_log_is_a_log():
+    """make echoes each compiler call; 200 of them read as shell code and went in uncompressed."""
+    from aider_gardener.classify import classify
+    from aider_gardener.types import Source
+
+    calls = [f"gcc -O2 -Wall -Iinclude -c src/mod{i}.c -o build/mod{i}.o" for i in range(200)]
+    calls.insert(100, "src/mod99.c:12:5: error: 'foo' undeclared (first use in this function)")
+    calls.append("make: *** [Makefile:20: build/mod99.o] Error 1")
+    log = "\n".join(calls)
+    assert classify(log, Source(command="make")) is C.LOG
+    assert classify(log, Source(role="tool")) is C.LOG
+    kbuild = "\n".join(f"  CC      drivers/net/eth{i}.o" for i in range(50))
+    assert classify(kbuild, Source(command="make")) is C.LOG
