@@ -8,6 +8,10 @@ It must also fit a fixed budget (``--gardener-state-tokens``) whatever the sessi
 the facts do not fit, whole lines are dropped in a fixed order of value (see ``_RANK``), and the
 block says how many of each kind were left out so the user knows to ``/recall`` them.
 
+How to get details back depends on who reads the block (``RecallWording``): in Aider the user's
+``/recall ID``; in Claude Code and other MCP clients the model's own ``expand``/``recall`` tools of
+the gardener MCP server. A checkpoint always writes Aider's form (its lines are parsed back).
+
 "Recall ids" lists the commands whose output the store kept (text and entry id); open errors and
 failed approaches carry their own ids inline.
 """
@@ -21,8 +25,30 @@ from functools import lru_cache
 from ..tokens import count_tokens
 from .facts import Fact, FactBook
 
+
+@dataclass(frozen=True)
+class RecallWording:
+    """How the block says to get details back: ``details`` in the header, ``by_id`` before an
+    entry id in a line, ``by_query`` in a "… N more" line."""
+
+    details: str
+    by_id: str
+    by_query: str
+
+    @property
+    def header(self) -> str:
+        return f"Session state kept by aider-gardener (details: {self.details}):"
+
+
+# Aider's chat commands (the user's); the default, and the only form a checkpoint writes.
+AIDER_RECALL = RecallWording("/recall ID", "/recall", "/recall <query>")
+# The gardener MCP server's tools, which the model calls itself (Claude Code, other MCP clients).
+TOOLS_RECALL = RecallWording(
+    "expand ID, or recall QUERY, with the gardener's tools", "expand", "recall <query>"
+)
+
 # The one header of the block: the model sees it once (the integration sends the block as it is).
-HEADER = "Session state kept by aider-gardener (details: /recall ID):"
+HEADER = AIDER_RECALL.header
 
 # Section titles, in the order they are shown.
 GOAL = "Goal"
@@ -111,7 +137,7 @@ def file_line(fact: Fact, last_commit: tuple[str, str] | None = None) -> str:
     return line
 
 
-def error_line(fact: Fact) -> str:
+def error_line(fact: Fact, recall: str = AIDER_RECALL.by_id) -> str:
     """The error with the command that produced it and its recall id, so the model (or the
     user) can get the full output back without it sitting in the history."""
     text = one_line(fact.text)
@@ -119,17 +145,17 @@ def error_line(fact: Fact) -> str:
     command = one_line(str(fact.detail.get("command") or "")).replace("`", "'")
     entry = _token(fact.entry_id)
     if command and entry:
-        return f"{text} (from `{command}`; /recall {entry})"
+        return f"{text} (from `{command}`; {recall} {entry})"
     if command:
         return f"{text} (from `{command}`)"
     if entry:
-        return f"{text} (/recall {entry})"
+        return f"{text} ({recall} {entry})"
     return text
 
 
-def recall_suffix(fact: Fact) -> str:
+def recall_suffix(fact: Fact, recall: str = AIDER_RECALL.by_id) -> str:
     entry = _token(fact.entry_id)
-    return f" (/recall {entry})" if entry else ""
+    return f" ({recall} {entry})" if entry else ""
 
 
 def current_goal(book: FactBook) -> Fact | None:
@@ -160,7 +186,7 @@ class _Item:
     tokens: int = 0
 
 
-def _items(book: FactBook) -> list[_Item]:
+def _items(book: FactBook, wording: RecallWording) -> list[_Item]:
     commits = _last_commits(book)
     items = []
     for fact in book.find():
@@ -179,14 +205,15 @@ def _items(book: FactBook) -> list[_Item]:
                 continue
             if fact.status != "open":
                 continue
-            line, rank_age, sort = error_line(fact), order_key(fact), order_key(fact)
+            line, rank_age, sort = error_line(fact, wording.by_id), order_key(fact), order_key(fact)
         elif fact.kind == "command":
             if not _token(fact.entry_id):
                 continue  # without an id there is nothing to recall; errors show its effect
-            line = f"{one_line(fact.text)}: /recall {_token(fact.entry_id)}"
+            line = f"{one_line(fact.text)}: {wording.by_id} {_token(fact.entry_id)}"
             rank_age, sort = order_key(fact), order_key(fact)
         elif fact.kind in ("decision", "constraint", "failed"):
-            line = one_line(fact.text) + (recall_suffix(fact) if fact.kind == "failed" else "")
+            failed = fact.kind == "failed"
+            line = one_line(fact.text) + (recall_suffix(fact, wording.by_id) if failed else "")
             # constraints before decisions in the shared section: rules outrank choices
             sort = (0 if fact.kind == "constraint" else 1, *order_key(fact))
             rank_age = order_key(fact)
@@ -198,12 +225,17 @@ def _items(book: FactBook) -> list[_Item]:
     return items
 
 
-def _more_line(kind: str, n: int) -> str:
-    return f"- {_ELLIPSIS} {n} more {_NOUN[kind][0 if n == 1 else 1]}: /recall <query>"
+def _more_line(kind: str, n: int, wording: RecallWording = AIDER_RECALL) -> str:
+    return f"- {_ELLIPSIS} {n} more {_NOUN[kind][0 if n == 1 else 1]}: {wording.by_query}"
 
 
-def _assemble(goal: str | None, items: list[_Item], dropped: dict[str, int]) -> list[str]:
-    lines = [HEADER]
+def _assemble(
+    goal: str | None,
+    items: list[_Item],
+    dropped: dict[str, int],
+    wording: RecallWording = AIDER_RECALL,
+) -> list[str]:
+    lines = [wording.header]
     if goal:
         lines.append(f"{GOAL}: {goal}")
     by_section: dict[str, list[_Item]] = {}
@@ -217,7 +249,7 @@ def _assemble(goal: str | None, items: list[_Item], dropped: dict[str, int]) -> 
         lines.append(f"{section}:")
         lines.extend(item.line for item in shown)
         for kind, n in sorted(left, key=lambda kn: _RANK[kn[0]]):
-            lines.append(_more_line(kind, n))
+            lines.append(_more_line(kind, n, wording))
     return lines
 
 
@@ -243,15 +275,18 @@ def _clip_goal(goal: str, budget: int, model: str) -> str | None:
     return goal[:lo].rstrip() + _ELLIPSIS if lo else None
 
 
-def render_state(book: FactBook, *, max_tokens: int, model: str) -> str:
+def render_state(
+    book: FactBook, *, max_tokens: int, model: str, recall: RecallWording = AIDER_RECALL
+) -> str:
     """The state block for ``book`` within ``max_tokens``; "" when there is nothing to say or
-    not even the header fits."""
+    not even the header fits. ``recall``: how its reader gets details back (see the module
+    docstring)."""
     goal_fact = current_goal(book)
     goal = one_line(goal_fact.text) if goal_fact else None
-    items = _items(book)
+    items = _items(book, recall)
     if not goal and not items:
         return ""
-    header_tokens = _tokens(HEADER, model)
+    header_tokens = _tokens(recall.header, model)
     if max_tokens <= header_tokens:
         return ""
     if goal:
@@ -269,7 +304,7 @@ def render_state(book: FactBook, *, max_tokens: int, model: str) -> str:
     kept_tokens = sum(i.tokens for i in items)
     estimate = fixed + kept_tokens + sum(title_tokens[s] for s, n in shown.items() if n)
     if estimate - len(items) - 8 <= max_tokens:  # it may fit: count exactly
-        text = "\n".join(_assemble(goal, items, {}))
+        text = "\n".join(_assemble(goal, items, {}, recall))
         if count_tokens(text, model) <= max_tokens:
             return text
 
@@ -288,17 +323,17 @@ def render_state(book: FactBook, *, max_tokens: int, model: str) -> str:
         shown[section] -= 1
         noted.add(section)
         dropped[item.kind] = dropped.get(item.kind, 0) + 1
-        more_tokens[item.kind] = _tokens(_more_line(item.kind, dropped[item.kind]), model)
+        more_tokens[item.kind] = _tokens(_more_line(item.kind, dropped[item.kind], recall), model)
         titles = sum(title_tokens[s] for s in ORDER[1:] if shown[s] or s in noted)
         if fixed + kept_tokens + titles + sum(more_tokens.values()) > max_tokens:
             continue
         kept = [i for k, i in enumerate(items) if k not in gone]
-        text = "\n".join(_assemble(goal, kept, dropped))
+        text = "\n".join(_assemble(goal, kept, dropped, recall))
         if count_tokens(text, model) <= max_tokens:
             return text
     # Even one note per kind does not fit: the header, the goal and a single note.
-    lines = _assemble(goal, [], {})
-    text = "\n".join([*lines, _more_line("fact", len(items))])
+    lines = _assemble(goal, [], {}, recall)
+    text = "\n".join([*lines, _more_line("fact", len(items), recall)])
     if count_tokens(text, model) <= max_tokens:
         return text
     text = "\n".join(lines)
