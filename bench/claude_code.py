@@ -93,6 +93,8 @@ class CompactionFigures:
     no_summary: bool = False
     pre_estimated: bool = False  # no preTokens recorded: the last call's real usage before it
     next_call_tokens: int | None = None  # real context of the first call after it
+    # facts missing from the state block, with why (``diagnose``): "kind: fact -> reason"
+    missing: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -206,6 +208,10 @@ class PipelineIngest:
             tracker.book
         )
 
+    def book(self, c: Compaction, tracker: Any) -> Any:
+        """The facts the state block was rendered from (for ``diagnose``)."""
+        return tracker.book
+
     def recall(self, question: str, k: int) -> list[str]:
         """The texts (original, summary, excerpt) of the top ``k`` hits."""
         import contextlib
@@ -296,6 +302,14 @@ class HookIngest(PipelineIngest):
         body = ckpt.read_text(encoding="utf-8") if ckpt.is_file() else ""
         return str(answer.get("text") or ""), body
 
+    def book(self, c: Compaction, tracker: Any) -> Any:
+        """The hook's own facts from the same prefix (``holders`` wrote it)."""
+        from aider_gardener.clients.project import project_dir
+
+        root = project_dir(self.base.get("cwd") or None)
+        prefix = self.folder / "prefix.jsonl"
+        return self.hooks.facts_from_transcript(prefix, root, None, self.store.get).book
+
     def close(self) -> None:
         super().close()
         if self.saved_env is None:
@@ -345,8 +359,10 @@ def measure(
     k: int = DEFAULT_K,
     keep: Path | None = None,
     via: str = "auto",
+    show_missing: bool = False,
 ) -> SessionFigures:
-    """Every figure of one transcript (see the module docstring)."""
+    """Every figure of one transcript (see the module docstring); with ``show_missing``, each
+    compaction says why the facts its state block lacks are missing (``diagnose``)."""
     from aider_gardener import facts
     from aider_gardener.continuity import extract
     from aider_gardener.continuity.tracker import FactTracker
@@ -373,6 +389,7 @@ def measure(
     tracker = FactTracker()
     found: dict[str, set[str]] = {kind: set() for kind in facts.KINDS}
     files: set[str] = set()
+    origin: dict[tuple[str, str], str] = {}  # (kind, fact) -> the output it was first seen in
     decisions: list[str] = []
     window: list[str] = []  # what Claude Code had in context: since the latest compaction
     compaction_turns: list[int] = []
@@ -415,6 +432,9 @@ def measure(
                 state, body = ingest.holders(value, tracker)
                 state_now[:] = [state]
                 fig.compactions.append(_compaction(value, t, found, files, decisions, state, body))
+                if show_missing:
+                    book = ingest.book(value, tracker)
+                    fig.compactions[-1].missing = diagnose(found, state, book, origin)
                 compaction_turns.append(turn)
                 window = [value.summary] if value.summary else []
                 continue
@@ -426,7 +446,7 @@ def measure(
                 tracker.on_reply(value, turn)
                 decisions += [line for _, _, line in extract.decisions_in(value, "assistant")]
             elif kind == "tool":
-                _tool(value, t, turn, ingest, tracker, found, files, fig)
+                _tool(value, t, turn, ingest, tracker, found, files, fig, origin)
         ask(turns)
     finally:
         ingest.close()
@@ -436,7 +456,7 @@ def measure(
     return fig
 
 
-def _tool(call, t, turn, ingest, tracker, found, files, fig) -> None:  # noqa: ANN001
+def _tool(call, t, turn, ingest, tracker, found, files, fig, origin) -> None:  # noqa: ANN001
     from aider_gardener import facts
 
     if not call.answered:
@@ -470,11 +490,46 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig) -> None:  # noqa: A
         entry_id = None
     if call.name in COMMAND_TOOLS or call.is_error:
         tracker.on_output(call.command, call.output, turn, entry_id, 1 if call.is_error else 0)
+        code = "error" if call.is_error else "ok"
         for kind, values in facts.extract(call.output).items():
             found[kind] |= values
+            for v in values:
+                origin.setdefault((kind, v), f"turn {turn} {code} `{call.command[:70]}`")
     if call.name in EDIT_TOOLS and rel and not call.is_error:
         tracker.on_edit_applied([rel], turn)
         files.add(rel)
+
+
+def diagnose(
+    found: dict[str, set[str]], state: str, book: Any, origin: dict[tuple[str, str], str]
+) -> list[str]:
+    """Why each fact of ``found`` is missing from ``state``: ``budget`` (in the block the same
+    facts render to without a budget), ``resolved`` (only in facts no longer open: fixed or
+    superseded errors), or ``not extracted`` (in no fact of ``book``), with the output it came
+    from (``origin``)."""
+    from aider_gardener import facts
+    from aider_gardener.continuity.state import render_state
+
+    s = facts.Summary(state)
+    whole = facts.Summary(render_state(book, max_tokens=10**7, model=MODEL))
+    lines = []
+    for fact in book.find(live=False):
+        detail = " ".join(str(fact.detail.get(k) or "") for k in ("line", "command"))
+        lines.append(f"{fact.text} {detail}")
+    anywhere = facts.Summary("\n".join(lines))
+    out = []
+    for kind in sorted(found):
+        for value in sorted(found[kind]):
+            if s.has(kind, value):
+                continue
+            if whole.has(kind, value):
+                why = "budget"
+            elif anywhere.has(kind, value):
+                why = "resolved"
+            else:
+                why = "not extracted"
+            out.append(f"{kind}: {value} -> {why} (from {origin.get((kind, value), '?')})")
+    return out
 
 
 def _compaction(
@@ -742,6 +797,15 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
     console.print(by)
 
 
+def print_missing(sessions: list[SessionFigures], file: Any = None) -> None:
+    for s in sessions:
+        for n, c in enumerate(s.compactions, start=1):
+            if c.missing and not c.no_summary:
+                print(f"missing from the state block: {s.name} #{n}", file=file)
+                for line in c.missing:
+                    print(f"  {line}", file=file)
+
+
 def transcript_paths(paths: list[str]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:
@@ -774,6 +838,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the Claude Code hooks (claude_hooks.handle; auto: when installed) or the pipeline",
     )
     p.add_argument("--json", metavar="OUT", help="write every figure as JSON")
+    p.add_argument(
+        "--show-missing",
+        action="store_true",
+        help="per compaction, each fact the state block lacks and why (budget, resolved, not"
+        " extracted)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
 
@@ -791,12 +861,22 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"  replaying {path.name} …", file=sys.stderr, flush=True)
         try:
-            sessions.append(measure(path, vectors=args.vectors, k=args.k, via=args.via))
+            sessions.append(
+                measure(
+                    path,
+                    vectors=args.vectors,
+                    k=args.k,
+                    via=args.via,
+                    show_missing=args.show_missing,
+                )
+            )
         except (ReplayFormatError, OSError) as err:
             print(f"bench claude-code: {path.name}: {err}", file=sys.stderr)
     if not sessions:
         return 1
     print_report(sessions, args.k)
+    if args.show_missing:
+        print_missing(sessions)
     print(f"whole bench: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     if args.json:
         report = {"sessions": [s.to_json() for s in sessions], "totals": totals(sessions)}

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from .. import facts as critical
 from ..compress.base import strip_ansi
 from ..compress.testrun import detect_runner, parse_test_run, split_output
 
@@ -39,7 +40,8 @@ class ErrorSig:
     timings, temp paths and line numbers stripped); ``line`` is what the user saw, verbatim but
     clipped. ``kind``: ``test`` (a failing test id), ``compile`` (a compiler or type-checker
     diagnostic), ``lint``, ``exception`` (``Type: message``, panics) or ``error`` (a tool's
-    ``error:``/``fatal:`` line). ``test``/``compile``/``lint`` outputs list every problem, so a
+    ``error:``/``fatal:`` line) or ``log`` (a FATAL/ERROR-level log line).
+    ``test``/``compile``/``lint`` outputs list every problem, so a
     re-run without one means it is gone; an exception stops the program, hiding what follows."""
 
     key: str
@@ -146,10 +148,10 @@ _LINT_HINT = (re.compile(r":\d+:\d+: [A-Z]{1,3}\d"),)
 _EXC = re.compile(
     r"[ \t]{0,8}(?:E {1,8}|Caused by: |Exception in thread \"[^\"\n]*\" |Uncaught |Unhandled )?"
     r"(?P<type>(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)"
-    r"|(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Exit|Interrupt))"
+    r"|(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Exit|Interrupt|Failure))"
     r"(?:: ?(?P<msg>.*))?\s*"
 )
-_EXC_HINT = (re.compile("Error|Exception"), "SystemExit", "KeyboardInterrupt")
+_EXC_HINT = (re.compile("Error|Exception|Failure"), "SystemExit", "KeyboardInterrupt")
 _PANIC = re.compile(r"panic: (?P<msg>.*)|thread '(?P<thread>[^'\n]*)' panicked at (?P<where>.*)")
 _GENERIC = re.compile(
     r"(?:(?:error|fatal)(?:\[\w+\])?: (?P<msg>.+)"
@@ -270,12 +272,16 @@ def _scan_output(output: str, command: str | None) -> OutputScan:
     if not explained:
         sources.append(_exceptions(norm))
     sources.append(_generic(norm))
+    if not counts:  # a test run's summary is its verdict: tests log errors on purpose
+        sources.append(_log_lines(norm))
     for source in sources:
         for kind, key, line in source:
             if done:
                 break
             if kind == "error" and any(e.line.startswith(clip(line)) for e in found.values()):
                 continue  # rustc's ``error[E0432]: …`` is already there with its location
+            if kind == "log" and any(_names(e, line) for e in found.values()):
+                continue  # a test's ``ERROR id``, a tool's ``ERROR: …``: there already
             done = add(kind, key, line)
     return OutputScan(list(found.values()), counts, runner)
 
@@ -331,6 +337,28 @@ def _generic(norm: str) -> Iterator[tuple[str, str, str]]:
             continue  # cargo's closing summary repeats the diagnostics above it
         line = m.group(0).strip()
         yield "error", line, line
+
+
+def _names(error: ErrorSig, line: str) -> bool:
+    """Whether ``line`` is ``error`` again: its line, or the id of a failing test."""
+    if error.line.rstrip("…") in line:
+        return True
+    words = error.line.split()
+    return error.kind == "test" and len(words) > 1 and words[1] in line
+
+
+_LOG_STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+(?:Z|[+-]\d{2}:?\d{2})?\]?\s+")
+
+
+def _log_lines(norm: str) -> Iterator[tuple[str, str, str]]:
+    """FATAL/ERROR/CRITICAL/SEVERE log lines (an Odoo or Java server log, a docutils message)
+    that no other shape named: the shared definition's ``fatal_lines`` (``facts.FATAL_LINE``,
+    build tools' boilerplate left out), keyed by their loosened message. A server that logs
+    ``ERROR … Failed to load registry`` and exits 0 failed all the same."""
+    for m in _matches(norm, ("FATAL", "ERROR", "CRITICAL", "SEVERE"), critical.FATAL_LINE):
+        message = critical.fatal_message(m)
+        if message:
+            yield "log", message, _LOG_STAMP.sub("", m.group(0).strip())
 
 
 # --------------------------------------------------------------------------- prose and sentences

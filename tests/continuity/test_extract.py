@@ -576,3 +576,28 @@ def test_non_strings_are_handled():
         assert is_substantive(value) is False  # type: ignore[arg-type]
         assert says_failed(value) is False  # type: ignore[arg-type]
         assert edit_paths(value) == []  # type: ignore[arg-type]
+
+
+def test_server_log_errors_and_failure_exceptions_are_errors():
+    """An Odoo upgrade that exits 0 but logs ERROR lines and a ``…Failure`` exception (seen in a
+    real Claude Code session): each is an error, keyed by its message, the timestamp gone."""
+    out = (
+        "2026-05-05 23:10:11,248 1225 WARNING odoo18 odoo.modules.loading: states were reset\n"
+        "2026-05-05 23:10:11,249 1225 ERROR odoo18 odoo.modules.registry: Failed to load registry\n"
+        "psycopg2.errors.SerializationFailure: could not serialize access due to concurrent update\n"
+    )
+    errors = errors_in(out, "odoo -d odoo18 -u x --stop-after-init")
+    lines = {e.kind: e.line for e in errors}
+    assert lines["log"] == "1225 ERROR odoo18 odoo.modules.registry: Failed to load registry"
+    assert lines["exception"].startswith("psycopg2.errors.SerializationFailure: could not")
+    assert not any("WARNING" in e.line for e in errors)
+    again = errors_in(out.replace("23:10:11,249 1225", "23:12:40,001 1301"), "odoo")
+    assert {e.key for e in again} == {e.key for e in errors}
+
+
+def test_log_errors_do_not_repeat_a_test_or_tool_error():
+    out = (
+        "FAILED tests/x.py::test_a - ValueError: boom\nERROR tests/y.py::test_c - ImportError: x\n"
+    )
+    assert [e.kind for e in errors_in(out, "pytest")] == ["test", "test"]
+    assert [e.kind for e in errors_in("ERROR: could not build wheels for x\n")] == ["error"]
