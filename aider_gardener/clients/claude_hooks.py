@@ -22,6 +22,9 @@ checked against the CLI pinned in ``dev`` for the end-to-end test, 2.1.332):
   records the replacement, not the original;
 - UserPromptSubmit input: ``prompt``; output ``hookSpecificOutput.additionalContext`` (added to
   the model's context) and ``systemMessage`` (shown to the user);
+- Stop input: ``stop_hook_active`` and, since 2.1.47, ``last_assistant_message`` (the text of
+  the turn's final message: the transcript may not hold it yet when Stop runs); an empty answer
+  lets the turn end;
 - PreCompact input: ``trigger`` (manual|auto), ``custom_instructions``. Its JSON output has no
   ``hookSpecificOutput`` variant (Claude Code rejects one naming PreCompact); what it honours is
   the plain stdout of a hook that exits 0, which it appends to the compaction's instructions
@@ -42,6 +45,16 @@ Decisions
     2.1.121 (the version is read from the transcript), built-in tools' outputs cannot be
     replaced, so they get the note only. The gardener's own MCP tools are never stored or
     rewritten: ``expand`` must return the original.
+
+    The conversation is stored as in an Aider session: the user's prompts (class prompt) and
+    the assistant's text replies (classified, prose mostly), each indexed with the turn it
+    answers (``db.CONVERSATION_CLASSES``), so a decision stated in an earlier prompt is found
+    again after the compaction that dropped it, or by the next session. UserPromptSubmit stores
+    the prompt and the replies written to the transcript since the last one stored; Stop stores
+    the turn's replies, its final one included; PreCompact those before the compaction. Replies
+    are read from a byte offset kept per session (``<store>/claude/<session>.json``), so each
+    call reads only what is new; a subagent's messages (``isSidechain``), tool-call-only
+    messages and one-line fillers ("Let me check.", as Aider's) are left out.
 
     UserPromptSubmit recall is full-text (FTS5) only: the embedding model takes seconds to load
     and a hook lives for one event; the long-lived MCP server serves hybrid recall. Entries the
@@ -89,7 +102,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-EVENTS = ("PostToolUse", "UserPromptSubmit", "PreCompact", "SessionStart")
+EVENTS = ("PostToolUse", "UserPromptSubmit", "Stop", "PreCompact", "SessionStart")
 CLIENT = "claude"
 MAX_STDIN = 32 << 20  # bytes of hook JSON read at most
 LOG_NAME = "hooks.log"
@@ -132,6 +145,9 @@ RAG_HITS = 3
 RAG_MIN_CHARS = 12
 RAG_SKIP_MAX = 40  # recall at most this many more candidates to make up for skipped ones
 STATE_TOKENS = 800  # as Aider's --gardener-state-tokens default
+FILLER_MAX_CHARS = 80  # a one-line reply this short ("Let me check.") is not stored, as in Aider
+REPLY_IDS_KEPT = 16  # ids of the last replies stored, so none is stored twice
+_SLASH_COMMAND = re.compile(r"\A/[A-Za-z][\w:.-]*(?:\s|\Z)")
 VERSION_SCAN = 64 << 10
 _VERSION = re.compile(rb'"version":\s*"(\d+)\.(\d+)\.(\d+)')
 _EXIT_CODE = re.compile(r"\AError: Exit code (\d+)\b")
@@ -488,7 +504,87 @@ def _recall_block(store: Any, prompt: str, skip: set[str], budget: int) -> tuple
     return ("\n".join(parts), ids) if ids else ("", [])
 
 
+def _ingest_turn(store: Any, text: str, role: str, reply_to: str) -> Any:
+    """Store one conversation turn with the turn it answers as its indexed context.
+
+    The store takes the session's previous entry for that (``db.Store._context``), which in an
+    Aider chat is the previous turn; in Claude Code the tool outputs of the turn come in
+    between (PostToolUse stores them before the reply is read), so the hook, which knows the
+    prompt a reply answers and the reply a prompt follows, names it instead. Same text, same
+    cap and same rule (conversation classes only) as the store's."""
+    from ..store.db import CONTEXT_CHARS, CONVERSATION_CLASSES
+    from ..types import ContentClass, Source
+
+    context = reply_to[:CONTEXT_CHARS].strip() if reply_to else ""
+    if context and hasattr(store, "_context"):
+        store._context = lambda c, cls: (
+            f"(in reply to: {context})" if str(cls) in CONVERSATION_CLASSES else ""
+        )
+    try:
+        forced = ContentClass.PROMPT if role == "user" else None  # a reply: as Aider's
+        return store.ingest(text, Source(role=role), cls=forced)
+    finally:
+        store.__dict__.pop("_context", None)
+
+
+def _is_filler(text: str) -> bool:
+    return len(text) <= FILLER_MAX_CHARS and "\n" not in text.strip()
+
+
+def _new_replies(payload: dict, state: dict, last: Any = None) -> list[str]:
+    """The assistant's replies since the last one stored (``state``'s transcript offset moves
+    on), and ``last`` (Stop's ``last_assistant_message``) when the transcript does not hold it
+    yet; fillers and replies already stored are left out."""
+    from ..pipeline import entry_id
+    from .transcript import replies_since
+
+    path = payload.get("transcript_path")
+    texts: list[str] = []
+    if path:
+        same = state.get("conv_path") == str(path)
+        replies, offset = replies_since(path, state.get("conv_offset") if same else None)
+        state.update(conv_path=str(path), conv_offset=offset)
+        texts = [r.text for r in replies]
+    if isinstance(last, str) and last.strip() and last.strip() not in texts:
+        texts.append(last.strip())
+    seen = set(state.get("conv_ids") or [])
+    out = []
+    for text in texts:
+        if _is_filler(text) or entry_id(text) in seen:
+            continue
+        seen.add(entry_id(text))
+        out.append(text)
+    return out
+
+
+def _store_turns(store: Any, state: dict, replies: list[str], prompt: str | None) -> None:
+    """Store ``replies`` (each as an answer to the session's last prompt), then ``prompt`` (as
+    following the last reply), and remember in ``state`` what they answer."""
+    from ..store.db import CONTEXT_CHARS
+
+    ids = list(state.get("conv_ids") or [])
+    for text in replies:
+        entry = _ingest_turn(store, text, "assistant", str(state.get("conv_prompt") or ""))
+        ids.append(entry.id)
+        state["conv_reply"] = text[:CONTEXT_CHARS]
+    if prompt:
+        _ingest_turn(store, prompt, "user", str(state.get("conv_reply") or ""))
+        state["conv_prompt"] = prompt[:CONTEXT_CHARS]
+    state["conv_ids"] = ids[-REPLY_IDS_KEPT:]
+
+
+def _storable_prompt(prompt: str) -> bool:
+    """The user's own words: not a slash command (``/compact``), not a wrapper Claude Code
+    writes as user text. Short answers ("A", "yes") are kept: their context says what they
+    answer."""
+    return is_prompt(prompt) and not _SLASH_COMMAND.match(prompt.lstrip())
+
+
 def user_prompt_submit(payload: dict) -> dict:
+    """Usage warnings, session RAG for the prompt, and the conversation into the store: the
+    replies written since the last stored one, then the prompt itself (after recall, so it is
+    not its own hit)."""
+    from ..pipeline import entry_id
     from .transcript import save_usage, usage_from_transcript
 
     store_dir = _store_dir(payload)
@@ -501,22 +597,53 @@ def user_prompt_submit(payload: dict) -> dict:
         user_msg, model_note = _warning(usage, state)
     context = [model_note] if model_note else []
     prompt = str(payload.get("prompt") or "")
-    if len(prompt.strip()) >= RAG_MIN_CHARS and (store_dir / "store.sqlite").exists():
+    replies = _new_replies(payload, state)
+    keep = prompt.strip() if _storable_prompt(prompt) else None
+    ask = len(prompt.strip()) >= RAG_MIN_CHARS and (store_dir / "store.sqlite").exists()
+    if replies or keep or ask:
         store = _open(payload)
         try:
-            since = float(state.get("compacted_at") or 0.0)
-            skip = _in_context(store, store.session_id, since) | set(state.get("recalled") or [])
-            block, ids = _recall_block(store, prompt, skip, RAG_BUDGET)
+            _store_turns(store, state, replies, None)
+            if ask:
+                since = float(state.get("compacted_at") or 0.0)
+                skip = _in_context(store, store.session_id, since)
+                skip |= set(state.get("recalled") or [])
+                if keep:
+                    skip.add(entry_id(keep))  # the same words asked before: nothing new
+                block, ids = _recall_block(store, prompt, skip, RAG_BUDGET)
+                if block:
+                    context.append(block)
+                    state["recalled"] = list(dict.fromkeys([*(state.get("recalled") or []), *ids]))
+            _store_turns(store, state, [], keep)
         finally:
             store.close()
-        if block:
-            context.append(block)
-            state["recalled"] = list(dict.fromkeys([*(state.get("recalled") or []), *ids]))
     _save_state(state_path, state)
     out = _hook_output("UserPromptSubmit", additionalContext="\n\n".join(context) or None)
     if user_msg:
         out["systemMessage"] = user_msg
     return out
+
+
+# --- Stop ---
+
+
+def stop(payload: dict) -> dict:
+    """The turn's replies into the store, its final one included: Claude Code 2.1.47+ passes
+    it as ``last_assistant_message`` (the transcript may not hold it yet when Stop runs); an
+    older one's is read from the transcript, here or at the next prompt. Never blocks the stop:
+    the answer is always empty."""
+    store_dir = _store_dir(payload)
+    state_path = _state_path(store_dir, payload)
+    state = _load_state(state_path)
+    replies = _new_replies(payload, state, payload.get("last_assistant_message"))
+    if replies:
+        store = _open(payload)
+        try:
+            _store_turns(store, state, replies, None)
+        finally:
+            store.close()
+    _save_state(state_path, state)
+    return {}
 
 
 # --- facts from a transcript ---
@@ -655,9 +782,11 @@ def _checkpoint_dir(store_dir: Path) -> Path:
 
 
 def _state_block(book: Any) -> str:
-    from ..continuity.state import render_state
+    """The block in the words of a client whose model recalls with the gardener's MCP tools
+    (the header says so; Aider's says ``/recall ID``)."""
+    from ..continuity.state import TOOLS_RECALL, render_state
 
-    return render_state(book, max_tokens=STATE_TOKENS, model="gpt-4o")
+    return render_state(book, max_tokens=STATE_TOKENS, model="gpt-4o", recall=TOOLS_RECALL)
 
 
 def pre_compact(payload: dict) -> dict:
@@ -678,8 +807,13 @@ def pre_compact(payload: dict) -> dict:
     sid = client_session_id(CLIENT, payload.get("session_id")) or "claude-unknown"
     latest = load_latest(folder, warn=log.warning, project=str(root)) if folder.is_dir() else None
     tracker = FactTracker(carried_facts(latest.facts)) if latest and latest.session != sid else None
+    state_path = _state_path(store_dir, payload)
+    state = _load_state(state_path)
     store = _open(payload)
     try:
+        # replies written before the compaction are stored before it: recall may then offer
+        # them (the summary holds them no more); stored after, they would count as in context
+        _store_turns(store, state, _new_replies(payload, state), None)
         tracker = facts_from_transcript(payload.get("transcript_path"), root, tracker, store.get)
         book = tracker.book
         _save_facts(store, book)
@@ -697,16 +831,13 @@ def pre_compact(payload: dict) -> dict:
     checkpoint = read_checkpoint(path)  # verified: written, read back, and parsed again
     if not checkpoint.verified:
         raise RuntimeError(f"checkpoint {path} reads back unverified")
-    state_path = _state_path(store_dir, payload)
-    state = _load_state(state_path)
     state.update(compacted_at=time.time(), recalled=[], checkpoint=str(path))
     _save_state(state_path, state)
     block = _state_block(checkpoint.facts)
     lines = [
         "Keep the following session state, kept by aider-gardener, verbatim in the summary:",
         block or "(no facts recorded yet)",
-        f"Full checkpoint: {path}. Outputs cited as id=… are stored: the gardener's recall and"
-        " expand tools return them.",
+        f"Full checkpoint: {path}.",
     ]
     return {"text": "\n".join(lines), "checkpoint": str(path)}
 
@@ -750,10 +881,7 @@ def session_start(payload: dict) -> dict:
     block = _state_block(book)
     if not block:
         return {}
-    text = (
-        f"{block}\n[gardener: {what} {latest.created} ({latest.trigger}), {latest.path};"
-        " ids are stored outputs: the gardener's recall/expand tools return them]"
-    )
+    text = f"{block}\n[gardener: {what} {latest.created} ({latest.trigger}), {latest.path}]"
     return _hook_output("SessionStart", additionalContext=text)
 
 
@@ -762,6 +890,7 @@ def session_start(payload: dict) -> dict:
 HANDLERS = {
     "PostToolUse": post_tool_use,
     "UserPromptSubmit": user_prompt_submit,
+    "Stop": stop,
     "PreCompact": pre_compact,
     "SessionStart": session_start,
 }
@@ -884,11 +1013,13 @@ def answer(event: str, raw: bytes) -> str:
 # 0700 folder) and answers its own event in process; later hooks hand their stdin to the server,
 # which runs the same ``answer`` with the caller's working directory and gardener/Claude
 # environment variables, and print its reply. The server exits after ``SERVER_IDLE`` seconds
-# without a request. ``GARDENER_HOOKD=0`` turns it off (every event in its own process).
+# without a request, or at its next check (every ``GARDENER_HOOKD_CHECK`` seconds, 30) once its
+# socket is removed or taken. ``GARDENER_HOOKD=0`` turns it off (every event in its own process).
 SERVER_ENV = "GARDENER_HOOKD"
 SERVER_DIR_ENV = "GARDENER_HOOKD_DIR"
 SERVER_IDLE = 900.0
 SERVER_CHECK = 30.0  # seconds between checks that the socket is still this server's
+SERVER_CHECK_ENV = "GARDENER_HOOKD_CHECK"  # that interval, in seconds (tests shorten it)
 CONNECT_TIMEOUT = 0.5
 SPAWN_BACKOFF = 30.0
 REPLY_TIMEOUT = 100.0  # under the hooks' own timeouts (30-120 s in hooks.json)
@@ -993,15 +1124,26 @@ def _start_server(path: Path) -> None:
         _log_line(None, "server", f"could not start the hook server ({err})")
 
 
-def serve(path: Path, idle: float = SERVER_IDLE) -> int:
+def _check_interval() -> float:
+    try:
+        value = float(os.environ.get(SERVER_CHECK_ENV, "") or SERVER_CHECK)
+    except ValueError:
+        return SERVER_CHECK
+    return value if 0.05 <= value <= 3600 else SERVER_CHECK
+
+
+def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> int:
     """Answer hook requests on the Unix socket ``path`` until ``idle`` seconds pass without
-    one. One request at a time: each is ~0.1 s, and SQLite serializes writers anyway."""
+    one, or until the socket is removed or taken by another server (checked every ``check``
+    seconds, default ``GARDENER_HOOKD_CHECK`` or 30). One request at a time: each is ~0.1 s,
+    and SQLite serializes writers anyway."""
     import fcntl
     import socket
 
     from .. import preload
 
     path = Path(path)
+    check = _check_interval() if check is None else check
     try:
         lock = open(f"{path}.lock", "w")
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -1024,7 +1166,7 @@ def serve(path: Path, idle: float = SERVER_IDLE) -> int:
         finally:
             os.umask(old_umask)
         sock.listen(64)
-        sock.settimeout(min(idle, SERVER_CHECK))
+        sock.settimeout(min(idle, check))
         inode = path.stat().st_ino
         Path(f"{path}.pid").write_text(str(os.getpid()))
         os.chdir("/")  # hold no project folder (a test's temp folder, a removed worktree)
@@ -1053,13 +1195,22 @@ def serve(path: Path, idle: float = SERVER_IDLE) -> int:
 
 
 def _remove_own(path: Path, inode: int | None) -> None:
-    """Remove the socket and its side files, unless another server has taken the name."""
+    """Remove the socket and its side files, unless another server has taken the name; the pid
+    file whenever it still names this process (a removed socket's pid file must not outlive
+    it: whoever stops servers by it would signal a pid the system may have reused)."""
     try:
-        if inode is None or path.stat().st_ino != inode:
-            return
+        own = inode is not None and path.stat().st_ino == inode
     except OSError:
+        own = False
+    pid_file = Path(f"{path}.pid")
+    try:
+        if pid_file.read_text().strip() == str(os.getpid()):
+            pid_file.unlink()
+    except OSError:
+        pass
+    if not own:
         return
-    for leftover in (path, Path(f"{path}.pid"), Path(f"{path}.spawned")):
+    for leftover in (path, Path(f"{path}.spawned")):
         try:
             leftover.unlink()
         except OSError:

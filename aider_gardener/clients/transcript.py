@@ -226,3 +226,106 @@ def load_usage(store_dir: str | os.PathLike) -> Usage | None:
         return Usage.from_dict(data)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
+
+
+# --- the assistant's replies, read incrementally ---
+
+REPLY_TAIL = 256 << 10  # what is read of a transcript this session has no offset into yet
+MAX_REPLY_READ = 16 << 20  # more new transcript than this: only its last REPLY_TAIL is read
+
+
+@dataclass
+class Reply:
+    """The text of one main-thread assistant message (its text blocks, in order)."""
+
+    text: str
+    uuid: str | None = None
+    message_id: str | None = None
+
+
+def _reply_of(record: dict) -> Reply | None:
+    """The text of an assistant record; None for everything else: other record types, a
+    subagent's (``isSidechain``), Claude Code's own (``<synthetic>``, API errors), and messages
+    that are only tool calls or thinking."""
+    if record.get("type") != "assistant" or record.get("isSidechain"):
+        return None
+    if record.get("isApiErrorMessage"):
+        return None
+    message = record.get("message")
+    if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        parts = [content]
+    elif isinstance(content, list):
+        parts = [
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ]
+    else:
+        return None
+    text = "\n".join(p for p in parts if p.strip()).strip()
+    if not text:
+        return None
+    uuid, mid = record.get("uuid"), message.get("id")
+    return Reply(
+        text, uuid if isinstance(uuid, str) else None, mid if isinstance(mid, str) else None
+    )
+
+
+def replies_since(
+    path: str | os.PathLike | None, offset: int | None = None
+) -> tuple[list[Reply], int | None]:
+    """The assistant's replies written to the transcript at ``path`` after byte ``offset``, and
+    the offset to read on from next time (just past the last complete line: a record Claude Code
+    is still writing is read next time, whole).
+
+    A hook calls this on every prompt, so it reads only what is new: ``offset`` is where the
+    previous call stopped. Without one (the first call of a session, or the hooks installed in
+    the middle of one), or when it no longer fits the file (a rewritten or replaced transcript:
+    the byte before it must end a line), only the last ``REPLY_TAIL`` bytes are read; so are
+    they when more than ``MAX_REPLY_READ`` bytes are new. Records of one message written one
+    content block at a time (same ``message.id``, in a row) become one reply. Only lines that
+    can hold an assistant's text are parsed. Never raises: ``([], offset)`` when unreadable."""
+    if not path:
+        return [], offset
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            start = offset if isinstance(offset, int) and 0 <= offset <= size else None
+            if start:
+                fh.seek(start - 1)
+                if fh.read(1) != b"\n":
+                    start = None  # not where a line ended: another file now
+            if start is None or size - start > MAX_REPLY_READ:
+                start = max(0, size - REPLY_TAIL)
+                cut = start > 0  # the first piece is the end of a line cut in the middle
+            else:
+                cut = False
+            fh.seek(start)
+            data = fh.read(size - start)
+    except OSError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    lines = data[:end].split(b"\n")
+    if cut:
+        lines = lines[1:]
+    replies: list[Reply] = []
+    for line in lines:
+        if b'"assistant"' not in line or b'"text"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        reply = _reply_of(record) if isinstance(record, dict) else None
+        if reply is None:
+            continue
+        last = replies[-1] if replies else None
+        if last is not None and reply.message_id and last.message_id == reply.message_id:
+            last.text += "\n" + reply.text
+            last.uuid = reply.uuid or last.uuid
+        else:
+            replies.append(reply)
+    return replies, start + end

@@ -22,11 +22,13 @@ import pytest
 from aider_gardener.clients import claude_hooks
 from aider_gardener.clients.claude_hooks import handle, tool_output
 from aider_gardener.continuity.checkpoint import load_latest, parse_checkpoint
-from aider_gardener.continuity.state import HEADER
+from aider_gardener.continuity.state import HEADER as AIDER_HEADER
+from aider_gardener.continuity.state import TOOLS_RECALL
 from aider_gardener.pipeline import entry_id
 from aider_gardener.store.db import Store
 from tests.conftest import SHARED
 
+HEADER = TOOLS_RECALL.header  # the state block's header in Claude Code's words
 TRANSCRIPTS = SHARED / "claude_code_transcripts"
 HOOK = Path(sys.executable).with_name("gardener-hook")
 SMALL = "cc_session__DRMacIver-claude-reliability__coverage-test-fix.jsonl"
@@ -582,7 +584,7 @@ def test_pre_compact_writes_a_verified_checkpoint_and_session_start_returns_it(r
     code, out, err = run_hook("PreCompact", pre, repo)
     assert code == 0, err
     assert not out.lstrip().startswith("{")  # plain text: what Claude Code feeds the compaction
-    assert HEADER in out
+    assert HEADER in out and AIDER_HEADER not in out and "/recall" not in out
     folder = repo / ".aider.gardener" / "checkpoints"
     files = sorted(folder.glob("*.md"))
     assert len(files) == 1
@@ -687,7 +689,8 @@ def test_checkpoint_reads_replaced_outputs_as_their_originals(repo, tmp_path):
     checkpoint = parse_checkpoint(Path(answer["checkpoint"]).read_text())
     errors = [f for f in checkpoint.facts if f.kind == "error"]
     assert any("tokn_kind" in f.text for f in errors)
-    assert f"/recall {entry_id(text)}" in answer["text"]
+    assert f"expand {entry_id(text)}" in answer["text"] and "/recall" not in answer["text"]
+    assert f"/recall {entry_id(text)}" in Path(answer["checkpoint"]).read_text()  # parsed back
 
 
 def test_session_start_without_checkpoints_says_nothing(repo):
@@ -699,7 +702,7 @@ def test_session_start_without_checkpoints_says_nothing(repo):
 
 
 def test_unknown_event_is_ignored(repo):
-    code, out, err = run_hook("Stop", {"session_id": "x", "cwd": str(repo)}, repo)
+    code, out, err = run_hook("Notification", {"session_id": "x", "cwd": str(repo)}, repo)
     assert code == 0 and out == ""
 
 
@@ -770,3 +773,292 @@ def test_measure_post_tool_use_p95(repo, server_dir, capsys):
                 f" CPU median {q(cpu[name], .5):5.0f} ms p95 {q(cpu[name], .95):5.0f} ms"
             )
         print(f"  load average {os.getloadavg()}")
+
+
+# --- the conversation: prompts and replies ---
+
+
+def _text_record(text: str, mid: str, uuid: str, **extra) -> dict:
+    return {
+        "type": "assistant",
+        "uuid": uuid,
+        "message": {
+            "id": mid,
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": text}],
+        },
+        **extra,
+    }
+
+
+def _append(path: Path, *records: dict) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record) + "\n")
+
+
+def _conversation(root: Path) -> list[tuple]:
+    """(id, cls, original, context) of the store's prompts and replies, in ingest order."""
+    import sqlite3
+
+    with sqlite3.connect(root / ".aider.gardener" / "store.sqlite") as c:
+        return c.execute(
+            "SELECT id, cls, original, context FROM entries WHERE cls IN ('prompt', 'prose')"
+            " ORDER BY seq"
+        ).fetchall()
+
+
+DECISION = (
+    "We decided: the billing ledger stays in PostgreSQL 16 behind pgbouncer, never SQLite,"
+    " and every migration goes through alembic."
+)
+REPLY_1 = (
+    "Done. The ledger now talks to PostgreSQL 16 through pgbouncer in transaction mode.\n"
+    "I removed the SQLite fallback from billing/ledger.py and added an alembic revision."
+)
+REPLY_2 = "Both migrations apply cleanly:\n- 0007_invoices\n- 0008_ledger_index"
+
+
+def test_prompts_and_replies_are_stored_with_the_turn_they_answer(repo, tmp_path):
+    """A synthetic session: the replies after a tool output are indexed with the prompt they
+    answer (the store alone would see the tool output as their previous entry); fillers,
+    subagent messages and tool-call-only messages are not stored; Stop stores the final reply
+    the transcript does not hold yet, and the next prompt does not store it again."""
+    t = tmp_path / "session.jsonl"
+    t.write_text("")
+    base = {"session_id": "conv", "cwd": str(repo), "transcript_path": str(t)}
+    handle("UserPromptSubmit", dict(base, prompt=DECISION))
+    _append(
+        t,
+        {"type": "user", "message": {"role": "user", "content": DECISION}},
+        _text_record("Let me look at the ledger first.", "m1", "u1"),  # a filler
+        {
+            "type": "assistant",
+            "uuid": "u2",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+                ],
+            },
+        },
+        _text_record("A subagent's long report that is not the main thread's reply.", "s", "u3")
+        | {"isSidechain": True},
+    )
+    listing = "\n".join(f"billing/migrations/{i:04d}_step.py" for i in range(60))
+    handle(
+        "PostToolUse",
+        dict(
+            base,
+            tool_name="Bash",
+            tool_input={"command": "ls billing/migrations"},
+            tool_response={"stdout": listing, "stderr": ""},
+        ),
+    )
+    _append(t, _text_record(REPLY_1, "m2", "u4"))
+    handle("Stop", dict(base, last_assistant_message=REPLY_1))
+    handle("UserPromptSubmit", dict(base, prompt="now add the invoices migration"))
+    _append(
+        t,
+        {"type": "user", "message": {"role": "user", "content": "now add the invoices migration"}},
+    )
+    handle("Stop", dict(base, last_assistant_message=REPLY_2))  # not in the transcript yet
+    _append(t, _text_record(REPLY_2, "m3", "u5"))  # written after Stop ran
+    handle("UserPromptSubmit", dict(base, prompt="/compact"))  # a command: not stored
+
+    rows = _conversation(repo)
+    assert [(r[1], r[2]) for r in rows] == [
+        ("prompt", DECISION),
+        ("prose", REPLY_1),
+        ("prompt", "now add the invoices migration"),
+        ("prose", REPLY_2),
+    ]
+    assert rows[0][3] == ""  # the session's first turn answers nothing
+    assert rows[1][3] == f"(in reply to: {DECISION})"
+    assert rows[2][3] == f"(in reply to: {REPLY_1})"
+    assert rows[3][3] == "(in reply to: now add the invoices migration)"
+    state = json.loads((repo / ".aider.gardener" / "claude" / "claude-conv.json").read_text())
+    assert state["conv_offset"] == t.stat().st_size  # the next call reads only what is new
+
+    # a later session: the decision comes back with the prompt that stated it
+    ask = dict(base, session_id="later", prompt="which database did we choose for the ledger?")
+    ctx = handle("UserPromptSubmit", ask)["hookSpecificOutput"]["additionalContext"]
+    assert f"id={rows[0][0]} (prompt)" in ctx and DECISION in ctx
+
+
+def test_a_compaction_makes_the_sessions_own_prompts_recallable(repo, tmp_path):
+    """Within the session the prompt is in context (not offered again); after PreCompact it is
+    not, and recall finds it; replies written before the compaction are stored by it."""
+    t = tmp_path / "s.jsonl"
+    t.write_text("")
+    base = {"session_id": "cmp", "cwd": str(repo), "transcript_path": str(t)}
+    handle("UserPromptSubmit", dict(base, prompt=DECISION))
+    _append(t, _text_record(REPLY_1, "m1", "u1"))
+    question = dict(base, prompt="remind me which database the ledger must use")
+    assert "additionalContext" not in (handle("UserPromptSubmit", question) or {}).get(
+        "hookSpecificOutput", {}
+    )
+    _append(t, _text_record(REPLY_2, "m2", "u2"))
+    handle("PreCompact", dict(base, trigger="auto"))
+    assert REPLY_2 in [r[2] for r in _conversation(repo)]  # stored before the compaction
+    ctx = handle("UserPromptSubmit", question)["hookSpecificOutput"]["additionalContext"]
+    assert DECISION in ctx
+
+
+REPLAYED = "cc_session__Eduardodmb-ClaudeWork__a572bd87.jsonl"  # 27 prompts, 2.1.x
+
+
+def _prompt_text(record: dict) -> str | None:
+    if record.get("type") != "user" or record.get("isSidechain") or record.get("isMeta"):
+        return None
+    if record.get("isCompactSummary"):
+        return None
+    content = (record.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return content if claude_hooks.is_prompt(content) else None
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            if claude_hooks.is_prompt(block.get("text")):
+                return block["text"]
+    return None
+
+
+def test_real_session_replayed_through_the_script_recalls_an_earlier_decision(repo, tmp_path):
+    """A real session, replayed as Claude Code would run the hooks: its transcript written line
+    by line into a temp file, each tool result through PostToolUse (in process), Stop at each
+    turn's end and UserPromptSubmit at each prompt through the real ``gardener-hook``. Every
+    prompt and every main-thread reply (fillers aside) is stored byte-exact, and a new session
+    asking where the Docker configuration lives gets the prompt that said so."""
+    source = transcript(REPLAYED)
+    lines = source.read_text(encoding="utf-8").splitlines(True)
+    live = tmp_path / "live.jsonl"
+    live.write_text("")
+    base = {"session_id": "replay", "cwd": str(repo), "transcript_path": str(live)}
+    posts = {p["tool_use_id"]: p for p in tool_payloads(source, repo)}
+    prompts, replies, last = [], [], None
+    for line in lines:
+        record = json.loads(line)
+        prompt = _prompt_text(record)
+        if prompt is not None:
+            if last is not None:
+                code, out, err = run_hook("Stop", dict(base, last_assistant_message=last), repo)
+                assert code == 0 and out == "", err
+            code, out, err = run_hook("UserPromptSubmit", dict(base, prompt=prompt), repo)
+            assert code == 0, err
+            valid_hook_json(out, "UserPromptSubmit")
+            prompts.append(prompt.strip())
+            last = None
+        reply = claude_hooks_reply(record)
+        if reply is not None:
+            last = reply
+            if not claude_hooks._is_filler(reply):
+                replies.append(reply)
+        for block in (record.get("message") or {}).get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                post = posts.get(block.get("tool_use_id"))
+                if post is not None:
+                    handle("PostToolUse", dict(post, session_id="replay"))
+        with open(live, "a", encoding="utf-8") as fh:
+            fh.write(line)
+    if last is not None:
+        assert run_hook("Stop", dict(base, last_assistant_message=last), repo)[0] == 0
+    assert len(prompts) >= 20 and len(replies) >= 50
+    stored = {(cls, text) for _, cls, text, _ in _conversation(repo)}
+    assert {("prompt", p) for p in prompts} <= stored
+    with store_of(repo) as store:
+        missing = [t for t in replies if store.get(entry_id(t)) is None]
+        assert missing == []  # byte-exact: the id is the text's hash
+        prose = [t for t in replies if store.get(entry_id(t)).cls == "prose"]
+    assert len(prose) >= 0.8 * len(replies)
+    with_context = [r for r in _conversation(repo) if r[1] == "prose" and r[3]]
+    assert len(with_context) >= 0.8 * len(prose)  # tool outputs came in between: named anyway
+
+    said = next(p for p in prompts if "Odoo_Docker" in p)
+    ask = {
+        "session_id": "next-day",
+        "cwd": str(repo),
+        "transcript_path": str(tmp_path / "none.jsonl"),
+        "prompt": "where is the docker configuration for odoo defined?",
+    }
+    code, out, err = run_hook("UserPromptSubmit", ask, repo)
+    assert code == 0, err
+    ctx = valid_hook_json(out, "UserPromptSubmit")["hookSpecificOutput"]["additionalContext"]
+    assert f"id={entry_id(said)} (prompt)" in ctx
+    assert log_lines(repo) == []
+
+
+def claude_hooks_reply(record: dict) -> str | None:
+    from aider_gardener.clients.transcript import _reply_of
+
+    reply = _reply_of(record) if isinstance(record, dict) else None
+    return reply.text if reply else None
+
+
+def test_state_block_wording_follows_the_client():
+    """Aider's block is unchanged (``/recall``); Claude Code's names the gardener's tools, in
+    the header and in every line, dropped lines' notes included; the facts are the same."""
+    from aider_gardener.continuity.facts import FactBook
+    from aider_gardener.continuity.state import AIDER_RECALL, render_state
+    from aider_gardener.continuity.tracker import FactTracker
+
+    tracker = FactTracker(FactBook())
+    tracker.on_prompt("Fix the flaky ledger test; never touch the public API.", 1)
+    for n in range(30):
+        tracker.on_output(
+            f"pytest tests/test_ledger_{n}.py",
+            f"FAILED tests/test_ledger_{n}.py::test_balance - AssertionError: {n} != 0\n",
+            n + 2,
+            f"id{n:08d}",
+            exit_code=1,
+        )
+    book = tracker.book
+    for budget in (10_000, 300):
+        aider = render_state(book, max_tokens=budget, model="gpt-4o")
+        assert aider == render_state(book, max_tokens=budget, model="gpt-4o", recall=AIDER_RECALL)
+        assert aider.startswith("Session state kept by aider-gardener (details: /recall ID):\n")
+        tools = render_state(book, max_tokens=budget, model="gpt-4o", recall=TOOLS_RECALL)
+        assert tools.startswith(HEADER + "\n") and "/recall" not in tools
+        assert "expand id00000029" in tools  # the newest: kept in both
+        if budget == 10_000:  # all fits: the same block, in other words
+            translated = aider.replace(AIDER_HEADER, HEADER).replace("/recall", "expand")
+            assert translated == tools and "more" not in tools
+        else:  # lines dropped: the note says how to get them back
+            assert "more commands: /recall <query>" in aider
+            assert "more commands: recall <query>" in tools
+
+
+# --- the warm server's exit ---
+
+
+@pytest.mark.parametrize("how", ["removed", "taken"])
+def test_warm_server_exits_once_its_socket_is_removed_or_taken(tmp_path, server_dir, how):
+    """Every ``GARDENER_HOOKD_CHECK`` seconds (30 by default) the server checks that its socket
+    is still its own: removed (the folder cleaned) or taken by another server, it exits and
+    leaves another server's socket in place."""
+    sock = server_dir / "hookd-test.sock"
+    env = dict(os.environ, GARDENER_HOOKD_CHECK="0.5")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aider_gardener.clients.claude_hooks", "--serve", str(sock)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_server(server_dir)
+        assert proc.poll() is None
+        sock.unlink()
+        if how == "taken":
+            sock.write_text("another server's")
+        # 0.5 s checks: well within this; the 30 s default would not be
+        assert proc.wait(timeout=20) == 0, proc.stderr.read().decode()
+        assert sock.exists() == (how == "taken")
+        assert not Path(f"{sock}.pid").exists()  # it named this server: gone with it
+    finally:
+        Path(f"{sock}.pid").unlink(missing_ok=True)  # the fixture must not signal a dead pid
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -181,3 +181,121 @@ def test_save_into_an_unwritable_place_gives_none(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("a file, not a folder")
     assert save_usage(blocker, Usage(1, 2, None, 0.0)) is None
+
+
+# --- the assistant's replies, read incrementally ---
+
+
+def _main_thread_replies(path: Path) -> list[str]:
+    """Every main-thread assistant text, from the file read whole and forwards by hand."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") != "assistant" or record.get("isSidechain"):
+            continue
+        if record.get("isApiErrorMessage") or record["message"].get("model") == "<synthetic>":
+            continue
+        content = record["message"].get("content")
+        texts = [b["text"] for b in content if b.get("type") == "text" and b["text"].strip()]
+        if texts:
+            out.append("\n".join(texts).strip())
+    return out
+
+
+@pytest.mark.parametrize("path", transcript_files(), ids=lambda p: p.name[11:45])
+def test_real_replies_read_in_pieces_are_the_replies_read_whole(path, tmp_path):
+    """The transcript written a few records at a time (cut mid-line too), read on from each
+    offset: together, exactly the main-thread replies, each once, in order."""
+    data = path.read_bytes()
+    expected = _main_thread_replies(path)
+    assert [r.text for r in transcript.replies_since(path, 0)[0]] == expected
+    live = tmp_path / "live.jsonl"
+    live.write_bytes(b"")
+    got, offset, pos, step = [], 0, 0, 7919
+    while pos < len(data):
+        pos = min(len(data), pos + step)
+        step = step * 3 // 2  # pieces of growing size, ending anywhere in a line
+        live.write_bytes(data[:pos])
+        replies, offset = transcript.replies_since(live, offset)
+        got += [r.text for r in replies]
+        assert offset <= pos and (offset == 0 or data[offset - 1 : offset] == b"\n")
+    assert got == expected
+    assert offset == len(data)
+
+
+def _text(text: str, mid: str = "m", **extra) -> str:
+    return _record(
+        "assistant",
+        message={
+            "id": mid,
+            "model": "claude-opus-4-5",
+            "content": [{"type": "text", "text": text}],
+        },
+        **extra,
+    )
+
+
+def test_replies_skip_what_is_not_the_assistants_own_text(tmp_path):
+    path = tmp_path / "t.jsonl"
+    tool_only = _record(
+        "assistant",
+        message={"id": "t", "content": [{"type": "tool_use", "id": "x", "name": "Bash"}]},
+    )
+    thinking = _record(
+        "assistant", message={"id": "k", "content": [{"type": "thinking", "thinking": "hm"}]}
+    )
+    lines = [
+        _record("user", message={"role": "user", "content": [{"type": "text", "text": "hi"}]}),
+        _text("subagent", "s", isSidechain=True),
+        tool_only,
+        thinking,
+        _record(
+            "assistant",
+            isApiErrorMessage=True,
+            message={"model": "<synthetic>", "content": [{"type": "text", "text": "API Error"}]},
+        ),
+        _text("first part", "m1"),
+        _text("second part", "m1"),  # the same message, written a block at a time
+        _text("another", "m2"),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    replies, offset = transcript.replies_since(path, None)
+    assert [r.text for r in replies] == ["first part\nsecond part", "another"]
+    assert offset == path.stat().st_size
+    assert transcript.replies_since(path, offset) == ([], offset)  # nothing new
+
+
+def test_replies_offset_into_another_file_reads_its_tail(tmp_path, monkeypatch):
+    """An offset that does not fall after a line end (the file was replaced), or past the end,
+    reads the last REPLY_TAIL bytes only, from the first whole line in them."""
+    monkeypatch.setattr(transcript, "REPLY_TAIL", 300)
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(_text(f"reply number {i}", f"m{i}") for i in range(20)) + "\n")
+    size = path.stat().st_size
+    for offset in (None, 5, size + 10, -1):
+        replies, new = transcript.replies_since(path, offset)
+        texts = [r.text for r in replies]
+        assert texts and texts[-1] == "reply number 19" and len(texts) < 20
+        assert new == size
+    partial = _text("not finished yet", "m99")[:40]
+    with open(path, "a") as fh:
+        fh.write(partial)  # Claude Code is still writing this record
+    replies, new = transcript.replies_since(path, size)
+    assert replies == [] and new == size  # read whole next time
+
+
+def test_replies_from_missing_or_junk_files(tmp_path):
+    assert transcript.replies_since(None, 3) == ([], 3)
+    assert transcript.replies_since(tmp_path / "absent.jsonl", 7) == ([], 7)
+    junk = tmp_path / "j.jsonl"
+    junk.write_bytes(b'{"type": "assistant", "text"\n\xff\xfe "assistant" "text"\n[1]\n')
+    assert transcript.replies_since(junk, 0) == ([], junk.stat().st_size)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=2000), st.one_of(st.none(), st.integers(-5, 2100)))
+def test_replies_junk_never_raises(tmp_path_factory, data, offset):
+    path = tmp_path_factory.mktemp("junk") / "t.jsonl"
+    path.write_bytes(data)
+    replies, new = transcript.replies_since(path, offset)
+    assert 0 <= new <= len(data)
