@@ -132,7 +132,7 @@ class RecallCommands:
         entries = self._entries_by_id(store, words)
         if entries is None:  # a search
             query = " ".join(words)
-            hits = store.recall(query, limit=RECALL_LIMIT)
+            hits = store.recall(query, limit=RECALL_LIMIT, rerank=True)
             if not hits:
                 ids = [w for w in words if ENTRY_ID.match(w)]
                 for w in ids:

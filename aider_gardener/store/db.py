@@ -1109,14 +1109,16 @@ class Store:
         limit: int = 5,
         full: bool = False,
         mode: str = "hybrid",
+        rerank: bool | None = None,
     ) -> list[Any]:
         """Hybrid recall (FTS5 + vectors, see ``recall.recall``); ``RecallHit`` list. ``mode``
-        "fts" skips the vectors (e.g. while the embedding model is still loading)."""
+        "fts" skips the vectors (e.g. while the embedding model is still loading); ``rerank``
+        True for an explicit recall (``store/rerank.py``)."""
 
         def run() -> list[Any]:
             from .recall import recall as hybrid_recall
 
-            return hybrid_recall(self, query, classes, limit, full, mode=mode)
+            return hybrid_recall(self, query, classes, limit, full, mode=mode, rerank=rerank)
 
         return self._guard("recall", [], run)
 

@@ -61,6 +61,13 @@ shows), so the evaluation passes turns alone, as Aider's messages arrive: hybrid
 0.384 / 0.751 / 0.853 (0.370 / 0.659 / 0.756 before; the reply credit still adds 0.727 -> 0.749
 at @5). Weighting that column 1.5-3x instead of 1x lowered @5 (0.737-0.741).
 
+An explicit recall (``/recall``; ``rerank=True``) then reads the fused top ``rerank.DEPTH``
+again, token by token (MaxSim over MiniLM's token states, ``store/rerank.py``), and fuses that
+rank with the first stage's: LoCoMo hybrid R@1/@5/@10 0.384 / 0.751 / 0.855 -> 0.410 / 0.796 /
+0.865; the LongMemEval derivative (session-level, 26 questions) stays at 0.962 at every k. It
+costs one MiniLM pass over ~20 short texts per query, so per-turn RAG does not use it (see that
+module for the trade-off and ``GARDENER_RERANK``).
+
 Then two mild multipliers, documented here because they change order:
 
 * priority: ``1 + PRIORITY_WEIGHT * min(priority, 150) / 100``, at most +15 %. Priority already
@@ -83,6 +90,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from . import rerank as reranking
 from .db import CONVERSATION_CLASSES, PREVIOUS_TURN_WINDOW
 
 log = logging.getLogger(__name__)
@@ -96,6 +104,7 @@ RECENCY_WEIGHT = 0.05
 RECENCY_HALF_LIFE = 86400.0  # a day
 CANDIDATES = 50  # per ranker, before fusion; also the floor for large limits
 CHUNKS_PER_CANDIDATE = 2  # several chunks of one entry can crowd the vector list
+RERANK_CHARS = 2000  # of an original read by the reranker (it keeps rerank.MAX_TOKENS of them)
 REPLY_CREDIT = 0.3  # share of an entry's fused score credited to the entry before it
 # Credit flows among conversation turns, and "the turn before" is found within the window the
 # store uses to index each turn with the turn it answers: one definition of both, in the store.
@@ -125,12 +134,15 @@ def recall(
     limit: int = 5,
     full: bool = False,
     mode: str = "hybrid",
+    rerank: bool | None = None,
 ) -> list[RecallHit]:
     """The ``limit`` entries best matching ``query``, best first (see the module docstring).
 
     ``classes`` restricts to those content classes; ``mode`` "fts" or "vector" uses one ranker
     (the evaluation compares them). ``full=True`` returns originals and refreshes the entries'
-    last access, since the user is using them again."""
+    last access, since the user is using them again. ``rerank=True`` marks an explicit recall
+    (``/recall``, a tool call), which reads the fused top candidates again with ``rerank.py``
+    unless ``GARDENER_RERANK=off``; the per-turn path leaves it None (see ``rerank.py``)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if limit <= 0 or not query or not query.strip():
@@ -167,8 +179,15 @@ def recall(
     for eid in scores:
         scores[eid] *= _boost(entries[eid], now)
 
-    best = sorted(scores, key=lambda eid: (-scores[eid], eid))[:limit]
-    excerpts = _chunk_texts(store, [excerpt_chunk[e] for e in best if e in excerpt_chunk])
+    ordered = sorted(scores, key=lambda eid: (-scores[eid], eid))
+    excerpts: dict[str, str] = {}
+    if len(ordered) > 1 and reranking.wanted(rerank) and reranking.available():
+        ordered, excerpts = _reranked(store, query, ordered, entries, excerpt_chunk)
+    best = ordered[:limit]
+    missing = [
+        excerpt_chunk[e] for e in best if e in excerpt_chunk and excerpt_chunk[e] not in excerpts
+    ]
+    excerpts.update(_chunk_texts(store, missing))
     hits = []
     for eid in best:
         e = entries[eid]
@@ -254,6 +273,46 @@ def _credit_previous(
     for eid, extra in credit.items():
         scores[eid] = scores.get(eid, 0.0) + extra
         found_by.setdefault(eid, ["reply"])
+
+
+def _reranked(
+    store: Any,
+    query: str,
+    ordered: list[str],
+    entries: dict[str, Any],
+    excerpt_chunk: dict[str, str],
+) -> tuple[list[str], dict[str, str]]:
+    """``ordered`` after ``rerank.rerank``, and the chunk texts read on the way (the excerpts).
+
+    Each candidate is read as the store indexes it: a conversation turn with the turn it answers
+    (``entries.context``), another entry by the chunk its vector matched, else its head."""
+    head = ordered[: reranking.DEPTH]
+    chunks = _chunk_texts(store, [excerpt_chunk[e] for e in head if e in excerpt_chunk])
+    contexts = _contexts(store, [e for e in head if str(entries[e].cls) in CONVERSATION_CLASSES])
+    texts = {}
+    for eid in head:
+        e = entries[eid]
+        if str(e.cls) in CONVERSATION_CLASSES:
+            text = (e.original or "")[:RERANK_CHARS]
+            if contexts.get(eid):
+                text += "\n" + contexts[eid]
+        else:
+            text = chunks.get(excerpt_chunk.get(eid, ""), "") or (e.original or "")[:RERANK_CHARS]
+        texts[eid] = text
+    return reranking.rerank(query, ordered, texts), chunks
+
+
+def _contexts(store: Any, ids: list[str]) -> dict[str, str]:
+    """The reply context the store indexed with each conversation turn (``db._context``)."""
+    if not ids or not hasattr(store, "read"):
+        return {}
+    marks = ",".join("?" * len(ids))
+    sql = f"SELECT id, context FROM entries WHERE id IN ({marks})"
+    try:
+        return dict(store.read(lambda c: c.execute(sql, ids).fetchall()))
+    except Exception as err:  # noqa: BLE001 - the turn alone still reranks
+        log.debug("gardener: reading reply contexts failed: %s", err)
+        return {}
 
 
 def _previous_entries(store: Any, ids: list[str]) -> dict[str, str]:

@@ -1,0 +1,174 @@
+"""The MaxSim reranker (``store/rerank.py``) on the real MiniLM and a real store."""
+
+from __future__ import annotations
+
+import pytest
+
+from aider_gardener.store import Store, embeddings
+from aider_gardener.store import rerank as rr
+from aider_gardener.store.recall import recall
+from aider_gardener.types import ContentClass, Source
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    monkeypatch.delenv(rr.RERANK_ENV, raising=False)
+    rr._reset_for_tests()
+    yield
+    rr._reset_for_tests()
+
+
+@pytest.fixture(scope="module")
+def model():
+    try:
+        return embeddings.load()
+    except embeddings.EmbeddingsUnavailable as err:
+        pytest.skip(f"embedding model unavailable: {err}")
+
+
+@pytest.mark.parametrize(
+    "value, explicit, per_turn",
+    [
+        (None, True, False),
+        ("on", True, False),
+        ("1", True, False),
+        ("off", False, False),
+        ("0", False, False),
+        ("always", True, True),
+        ("nonsense", True, False),
+    ],
+)
+def test_the_switch(monkeypatch, value, explicit, per_turn):
+    if value is not None:
+        monkeypatch.setenv(rr.RERANK_ENV, value)
+    assert rr.wanted(True) is explicit
+    assert rr.wanted(None) is per_turn
+    assert rr.wanted(False) is False  # the evaluation's first-stage rows, whatever the switch
+
+
+def test_maxsim_prefers_the_text_that_answers_a_paraphrase(model):
+    texts = [
+        "Melanie: We went camping by the lake last weekend, the kids loved it.",
+        "Melanie: I painted a sunrise over the lake last week, it took me two days.",
+        "Caroline: The adoption agency called me back about the interview.",
+    ]
+    scores = rr.maxsim_scores("What did Melanie paint recently?", texts)
+    assert scores is not None and len(scores) == 3
+    assert max(range(3), key=scores.__getitem__) == 1
+    assert all(-1.0 <= s <= 1.0 for s in scores)
+
+
+def test_maxsim_handles_empty_and_stopword_only_input(model):
+    assert rr.maxsim_scores("anything", []) is None
+    scores = rr.maxsim_scores("what is the", ["", "the cat sat"])
+    assert scores is not None and len(scores) == 2
+
+
+def test_rerank_fuses_ranks_within_the_head_only(monkeypatch):
+    monkeypatch.setattr(rr, "DEPTH", 3)
+    monkeypatch.setattr(rr, "WEIGHT", 2.0)
+    monkeypatch.setattr(rr, "maxsim_scores", lambda q, texts: [0.1, 0.2, 0.9])
+    # first stage a, b, c; MaxSim c, b, a. With K = 5: a 1/6 + 2/8, b 1/7 + 2/7, c 1/8 + 2/6
+    out = rr.rerank("q", ["a", "b", "c", "d", "e"], {})
+    assert out == ["c", "b", "a", "d", "e"]
+
+
+def test_rerank_on_the_real_model_keeps_every_id(model):
+    ranked = ["a", "b", "c", "d"]
+    texts = {
+        "a": "The weather was grey all week.",
+        "b": "My cat knocked a glass off the table.",
+        "c": "The build failed with error E0432: unresolved import crate::utils::helpers.",
+        "d": "",
+    }
+    out = rr.rerank("why did the build fail with an unresolved import", ranked, texts)
+    assert sorted(out) == sorted(ranked)
+    scores = rr.maxsim_scores(
+        "why did the build fail with an unresolved import", [texts[i] for i in ranked]
+    )
+    assert max(range(4), key=scores.__getitem__) == 2
+
+
+def test_without_the_model_rerank_is_a_no_op(monkeypatch):
+    monkeypatch.setattr(rr, "available", lambda: False)
+    ranked = ["x", "y", "z"]
+    assert rr.rerank("query", ranked, {"x": "a", "y": "b", "z": "c"}) == ranked
+    assert rr.maxsim_scores("query", ["a"]) is None
+
+
+def test_a_failing_model_keeps_the_fused_order_and_warns_once(model, monkeypatch, caplog):
+    class Broken:
+        def forward(self, ids, mask):
+            raise RuntimeError("session gone")
+
+    monkeypatch.setattr(embeddings, "load", lambda: Broken())
+    ranked = ["x", "y"]
+    with caplog.at_level("WARNING"):
+        assert rr.rerank("query words", ranked, {"x": "one text", "y": "other text"}) == ranked
+        assert rr.rerank("query words", ranked, {"x": "one text", "y": "other text"}) == ranked
+    assert sum("rerank unavailable" in r.message for r in caplog.records) == 1
+
+
+@pytest.fixture(scope="module")
+def conversation(tmp_path_factory, model):
+    """Turns as Aider sends them: the answer shares no word with the question; the turn it
+    replies to does, and the store indexes it with that turn (``entries.context``)."""
+    store = Store(tmp_path_factory.mktemp("rerank") / "gs", maintenance_interval=None)
+    turns = [
+        ("user", "Did you ever finish that canvas you started in the spring?"),
+        ("assistant", "Yes! A sunrise over the harbour, oil on a big canvas. Took two weeks."),
+        ("user", "We should plan the camping trip for August."),
+        ("assistant", "Sure, the lake site is free in the second week of August."),
+        ("user", "My sister adopted a puppy, a small beagle called Bo."),
+        ("assistant", "Bo sounds adorable, beagles are so friendly."),
+    ]
+    ids = [store.ingest(text, Source(role=role), cls=ContentClass.PROSE).id for role, text in turns]
+    store.drain()
+    yield store, ids
+    store.close()
+
+
+def test_explicit_recall_reranks_and_keeps_hits_whole(conversation, monkeypatch):
+    store, ids = conversation
+    calls = []
+    real = rr.maxsim_scores
+
+    def spy(query, texts):
+        calls.append(list(texts))
+        return real(query, texts)
+
+    monkeypatch.setattr(rr, "maxsim_scores", spy)
+    plain = recall(store, "what painting did they finish", limit=6, rerank=False)
+    assert calls == []
+    hits = recall(store, "what painting did they finish", limit=6, rerank=True)
+    assert len(calls) == 1
+    assert sorted(h.entry_id for h in hits) == sorted(h.entry_id for h in plain)
+    # the reply is read with the turn it answers, as the store indexes it
+    reply = [t for t in calls[0] if t.startswith("Yes! A sunrise")]
+    assert reply and "(in reply to: Did you ever finish that canvas" in reply[0]
+    assert hits[0].entry_id in ids[:2]
+
+
+def test_per_turn_recall_does_not_rerank_unless_always(conversation, monkeypatch):
+    store, _ = conversation
+    calls = []
+    monkeypatch.setattr(rr, "maxsim_scores", lambda q, t: calls.append(q) or None)
+    recall(store, "camping trip in August", limit=3)
+    assert calls == []
+    monkeypatch.setenv(rr.RERANK_ENV, "always")
+    recall(store, "camping trip in August", limit=3)
+    assert calls == ["camping trip in August"]
+    monkeypatch.setenv(rr.RERANK_ENV, "off")
+    recall(store, "camping trip in August", limit=3, rerank=True)
+    assert calls == ["camping trip in August"]
+
+
+def test_store_recall_passes_the_explicit_flag(conversation, monkeypatch):
+    store, _ = conversation
+    calls = []
+    monkeypatch.setattr(rr, "maxsim_scores", lambda q, t: calls.append(q) or None)
+    store.recall("adopted puppy", limit=3, rerank=True)
+    store.recall("adopted puppy", limit=3)
+    assert calls == ["adopted puppy"]
