@@ -507,24 +507,14 @@ def _recall_block(store: Any, prompt: str, skip: set[str], budget: int) -> tuple
 def _ingest_turn(store: Any, text: str, role: str, reply_to: str) -> Any:
     """Store one conversation turn with the turn it answers as its indexed context.
 
-    The store takes the session's previous entry for that (``db.Store._context``), which in an
-    Aider chat is the previous turn; in Claude Code the tool outputs of the turn come in
-    between (PostToolUse stores them before the reply is read), so the hook, which knows the
-    prompt a reply answers and the reply a prompt follows, names it instead. Same text, same
-    cap and same rule (conversation classes only) as the store's."""
-    from ..store.db import CONTEXT_CHARS, CONVERSATION_CLASSES
+    The store would take the session's previous entry for that, which in an Aider chat is the
+    previous turn; in Claude Code the tool outputs of the turn come in between (PostToolUse
+    stores them before the reply is read), so the hook, which knows the prompt a reply answers
+    and the reply a prompt follows, names it (``Store.ingest(reply_to=...)``)."""
     from ..types import ContentClass, Source
 
-    context = reply_to[:CONTEXT_CHARS].strip() if reply_to else ""
-    if context and hasattr(store, "_context"):
-        store._context = lambda c, cls: (
-            f"(in reply to: {context})" if str(cls) in CONVERSATION_CLASSES else ""
-        )
-    try:
-        forced = ContentClass.PROMPT if role == "user" else None  # a reply: as Aider's
-        return store.ingest(text, Source(role=role), cls=forced)
-    finally:
-        store.__dict__.pop("_context", None)
+    forced = ContentClass.PROMPT if role == "user" else None  # a reply: as Aider's
+    return store.ingest(text, Source(role=role), cls=forced, reply_to=reply_to or None)
 
 
 def _is_filler(text: str) -> bool:

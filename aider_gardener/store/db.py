@@ -800,9 +800,14 @@ class Store:
         opts: CompressOptions | None = None,
         pinned: bool = False,
         ttl: float | None = _MISSING,
+        reply_to: str | None = None,
     ) -> Entry:
         """Compress ``data`` (classify + class compressor, ``pipeline.compress``) and store the
         original, its summary and its embedding chunks in one transaction. Never raises.
+
+        ``reply_to``: the turn a conversation turn answers, when the caller knows it better than
+        "this session's previous entry" (Claude Code stores a turn's tool outputs between a
+        prompt and its reply); indexed as the turn's context exactly as that entry would be.
 
         ``ttl``: seconds after the last access before maintenance expires the entry; default per
         class (``priority.DEFAULT_TTL``), None keeps it until forgotten."""
@@ -826,7 +831,7 @@ class Store:
         if entry.path:
             keys = priority.path_keys(entry.path) + keys
         try:
-            stored = self._write(lambda c: self._insert(c, entry, chunks, keys))
+            stored = self._write(lambda c: self._insert(c, entry, chunks, keys, reply_to))
         except Exception as err:  # noqa: BLE001
             self._warn_once(
                 "ingest",
@@ -885,7 +890,14 @@ class Store:
             self._warn_once("chunking", f"gardener: chunking failed ({err}); one chunk per entry")
             return [text] if text.strip() else []
 
-    def _insert(self, c: sqlite3.Connection, e: Entry, chunks: list[str], keys: list[str]) -> Entry:
+    def _insert(
+        self,
+        c: sqlite3.Connection,
+        e: Entry,
+        chunks: list[str],
+        keys: list[str],
+        reply_to: str | None = None,
+    ) -> Entry:
         now = e.created
         row = c.execute("SELECT raw FROM entries WHERE id = ?", (e.id,)).fetchone()
         if row is not None:
@@ -909,7 +921,7 @@ class Store:
             self._rescore(c, now, "id = ?", (e.id,))
             self._bump(c, "duplicates", 1, now)
         else:
-            context = self._context(c, e.cls)
+            context = self._context(c, e.cls, reply_to)
             c.execute(
                 "INSERT INTO entries(id, seq, session_id, created, cls, role, command, tool, path,"
                 " original, raw, summary, terms, tokens_original, tokens_summary, ratio,"
@@ -962,12 +974,15 @@ class Store:
             return e  # exactly what was inserted; reading a large original back costs time
         return _entry(c.execute(_SELECT_ENTRY + " WHERE id = ?", (e.id,)).fetchone())
 
-    def _context(self, c: sqlite3.Connection, cls: str) -> str:
+    def _context(self, c: sqlite3.Connection, cls: str, reply_to: str | None = None) -> str:
         """The turn this conversation turn answers: this session's previous entry, when both
         are conversation turns (a test run ingested just before a reply is not what it answers),
         as ``(in reply to: …)``; '' otherwise. See ``CONVERSATION_CLASSES``."""
         if cls not in CONVERSATION_CLASSES:
             return ""
+        if reply_to is not None:
+            said = reply_to[:CONTEXT_CHARS].strip()
+            return f"(in reply to: {said})" if said else ""
         row = c.execute(
             "SELECT cls, substr(original, 1, ?) FROM entries"
             " WHERE session_id = ? AND seq > (SELECT coalesce(max(seq), 0) FROM entries) - ?"

@@ -676,6 +676,25 @@ def test_context_only_between_conversation_turns(store):
     assert [eid for eid, _ in store.fts_search("flaky", 10)] != [reply.id]
 
 
+def test_reply_to_names_the_turn_a_reply_answers(store):
+    """A client that stores tool outputs between a prompt and its reply (Claude Code) names the
+    prompt; the reply is then found by the prompt's words, the tool output still answers none."""
+    store.ingest("why does the kayaking export fail?", Source(role="user"), cls="prompt")
+    log_entry = store.ingest("\n".join(f"step {i} ok" for i in range(40)), cls="log")
+    reply = store.ingest(
+        "The exporter skips empty rows.",
+        Source(role="assistant"),
+        cls="prose",
+        reply_to="why does the kayaking export fail?",
+    )
+    contexts = dict(sql(store, "SELECT id, context FROM entries"))
+    assert contexts[reply.id] == "(in reply to: why does the kayaking export fail?)"
+    assert contexts[log_entry.id] == ""
+    assert reply.id in [eid for eid, _ in store.fts_search("kayaking", 10)]
+    quiet = store.ingest("Done.", Source(role="assistant"), cls="prose", reply_to=" ")
+    assert dict(sql(store, "SELECT id, context FROM entries"))[quiet.id] == ""
+
+
 def test_context_is_embedded_with_the_first_chunk_only(store):
     store.ingest("Which parser handles the legacy config files?", Source(role="user"), cls="prompt")
     long_reply = "\n\n".join(
