@@ -10,9 +10,12 @@ from. Per session, and in total, this measures side by side:
     ``MAX_OUTPUT`` tokens counts as its summary cut to that size, the rest as they were, which
     is the Aider integration's ``--gardener-max-output`` rule). Tokens are counted with gpt-4o's
     tokenizer: Claude's is not public, so ratios mean more than absolute figures.
-(b) what survives each real compaction: from the transcript *before* it, the critical facts of
-    command outputs (``aider_gardener/facts.py``: failing tests, exceptions, error codes,
-    ``path:line``, …, from Bash/PowerShell results and error results), the files the model
+(b) what survives each real compaction: from the transcript *before* it, the open critical
+    facts of command outputs (a fact stays open while the latest run of the command that
+    showed it, ``tracker.command_key``, still shows it: a fact gone on a re-run was resolved
+    before the compaction and need not be kept; ``aider_gardener/facts.py``: failing tests,
+    exceptions, error codes, ``path:line``, …, from Bash/PowerShell results and error
+    results), the files the model
     edited (Edit/Write inputs: ground truth) and the decisions (``continuity.extract
     .decisions_in`` over prompts and replies: the gardener's own extractor, which favours the
     gardener; said so in the table). Each is looked for in Claude Code's real summary and in
@@ -390,6 +393,7 @@ def measure(
     found: dict[str, set[str]] = {kind: set() for kind in facts.KINDS}
     files: set[str] = set()
     origin: dict[tuple[str, str], str] = {}  # (kind, fact) -> the output it was first seen in
+    by_command: dict[str, dict[str, set[str]]] = {}  # command -> facts of its latest output
     decisions: list[str] = []
     window: list[str] = []  # what Claude Code had in context: since the latest compaction
     compaction_turns: list[int] = []
@@ -446,7 +450,7 @@ def measure(
                 tracker.on_reply(value, turn)
                 decisions += [line for _, _, line in extract.decisions_in(value, "assistant")]
             elif kind == "tool":
-                _tool(value, t, turn, ingest, tracker, found, files, fig, origin)
+                _tool(value, t, turn, ingest, tracker, found, files, fig, origin, by_command)
         ask(turns)
     finally:
         ingest.close()
@@ -456,8 +460,9 @@ def measure(
     return fig
 
 
-def _tool(call, t, turn, ingest, tracker, found, files, fig, origin) -> None:  # noqa: ANN001
+def _tool(call, t, turn, ingest, tracker, found, files, fig, origin, by_command) -> None:  # noqa
     from aider_gardener import facts
+    from aider_gardener.continuity.tracker import command_key
 
     if not call.answered:
         return
@@ -491,8 +496,11 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig, origin) -> None:  #
     if call.name in COMMAND_TOOLS or call.is_error:
         tracker.on_output(call.command, call.output, turn, entry_id, 1 if call.is_error else 0)
         code = "error" if call.is_error else "ok"
-        for kind, values in facts.extract(call.output).items():
-            found[kind] |= values
+        latest = facts.extract(call.output)
+        by_command[command_key(call.command)] = latest
+        for kind in found:  # open: shown by the latest run of a command (module docstring, b)
+            found[kind] = set().union(*(f[kind] for f in by_command.values()))
+        for kind, values in latest.items():
             for v in values:
                 origin.setdefault((kind, v), f"turn {turn} {code} `{call.command[:70]}`")
     if call.name in EDIT_TOOLS and rel and not call.is_error:
@@ -511,7 +519,14 @@ def diagnose(
     from aider_gardener.continuity.state import render_state
 
     s = facts.Summary(state)
-    whole = facts.Summary(render_state(book, max_tokens=10**7, model=MODEL))
+    full, fixed = render_state(book, max_tokens=10**7, model=MODEL).splitlines(), False
+    shown = []
+    for line in full:  # the fixed errors are no open facts
+        if not line.startswith("- "):
+            fixed = line == "Fixed errors:"
+        if not fixed:
+            shown.append(line)
+    whole = facts.Summary("\n".join(shown))
     lines = []
     for fact in book.find(live=False):
         detail = " ".join(str(fact.detail.get(k) or "") for k in ("line", "command"))

@@ -184,6 +184,33 @@ class _Item:
     sort: tuple
     line: str
     tokens: int = 0
+    group: str | None = None  # shown inline: one line per group, items joined by ", "
+
+
+# Over budget, files are listed compactly (``_compact_files``): one line per group, paths under
+# their common folder, most recent first, so every edited file can stay at a few tokens each.
+EDITED_GROUP = "edited, latest first"
+SEEN_GROUP = "read or added, latest first"
+_FILE_MARK = {"created": " (new)", "undone": " (undone)", "dropped": " (dropped)"}
+COMMAND_MAX = 48  # characters of an open error's command in the block (its id recalls it)
+
+
+def _file_value(fact: Fact) -> int:
+    """Dropped files go first, then files read or added (visible in the chat or the repo),
+    then the edited ones (what the session changed)."""
+    op = fact.detail.get("op")
+    return 0 if op == "dropped" else 2 if op in ("edited", "created", "undone") else 1
+
+
+def _short_command(fact: Fact) -> Fact:
+    """The fact with its command clipped to ``COMMAND_MAX`` for the block: a long pipeline
+    repeated on every error of one output costs more than the errors."""
+    command = one_line(str(fact.detail.get("command") or ""))
+    if len(command) <= COMMAND_MAX:
+        return fact
+    clipped = command[: COMMAND_MAX - 1].rstrip() + _ELLIPSIS
+    detail = {**fact.detail, "command": clipped}
+    return Fact(fact.id, fact.kind, fact.key, fact.text, fact.turn, fact.entry_id, detail=detail)
 
 
 def _items(book: FactBook, wording: RecallWording) -> list[_Item]:
@@ -193,7 +220,7 @@ def _items(book: FactBook, wording: RecallWording) -> list[_Item]:
         if fact.kind == "file":
             line = file_line(fact, commits.get(fact.key))
             # dropped files are the least useful of the files, then the oldest
-            rank_age = (0 if fact.detail.get("op") == "dropped" else 1, *order_key(fact))
+            rank_age = (_file_value(fact), *order_key(fact))
             sort: tuple = (line, order_key(fact))
         elif fact.kind == "error":
             if fact.status == "resolved":
@@ -205,7 +232,8 @@ def _items(book: FactBook, wording: RecallWording) -> list[_Item]:
                 continue
             if fact.status != "open":
                 continue
-            line, rank_age, sort = error_line(fact, wording.by_id), order_key(fact), order_key(fact)
+            line = error_line(_short_command(fact), wording.by_id)
+            rank_age, sort = order_key(fact), order_key(fact)
         elif fact.kind == "command":
             if not _token(fact.entry_id):
                 continue  # without an id there is nothing to recall; errors show its effect
@@ -247,10 +275,56 @@ def _assemble(
         if not shown and not left:
             continue
         lines.append(f"{section}:")
-        lines.extend(item.line for item in shown)
+        lines.extend(item.line for item in shown if item.group is None)
+        for group in (EDITED_GROUP, SEEN_GROUP):
+            if not any(i.group == group for i in shown):
+                continue
+            lines.append(_group_line(group, [i.line for i in shown if i.group == group]))
         for kind, n in sorted(left, key=lambda kn: _RANK[kn[0]]):
             lines.append(_more_line(kind, n, wording))
     return lines
+
+
+def _folder(paths: list[str]) -> str:
+    """The longest folder (ending in "/") every path is under; "" when none is shared."""
+    first = min(paths)
+    last = max(paths)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n].rpartition("/")[0] + "/" if "/" in first[:n] else ""
+
+
+def _group_line(group: str, paths: list[str]) -> str:
+    folder = _folder([p.partition(" (")[0] for p in paths])
+    where = f" (in {folder})" if folder else ""
+    return f"- {group}{where}: " + ", ".join(p[len(folder) :] for p in paths)
+
+
+def _compact_files(items: list[_Item], model: str) -> list[_Item]:
+    """``items`` with every file as a path in its group's line (``EDITED_GROUP``,
+    ``SEEN_GROUP``), costed at the tokens of its path under the group's folder."""
+    groups: dict[str, list[_Item]] = {}
+    out = []
+    for item in items:
+        if item.kind != "file":
+            out.append(item)
+            continue
+        path, _, op = item.line[2:].partition(": ")
+        op = op.split(" ", 1)[0]
+        group = EDITED_GROUP if item.age[0] == 2 else SEEN_GROUP
+        mark = _FILE_MARK.get(op, "")
+        # most recent first: the sort key is the negated age
+        recent_first = tuple(-x for x in item.age[1:])
+        compact = _Item("file", item.rank, item.age, recent_first, path + mark, group=group)
+        groups.setdefault(group, []).append(compact)
+        out.append(compact)
+    for group, members in groups.items():
+        folder = _folder([m.line.partition(" (")[0] for m in members])
+        for m in members:
+            m.tokens = _tokens(", " + m.line[len(folder) :], model)
+        members[0].tokens += _tokens(_group_line(group, [""]), model)
+    return out
 
 
 @lru_cache(maxsize=16384)
@@ -308,8 +382,14 @@ def render_state(
         if count_tokens(text, model) <= max_tokens:
             return text
 
-    # Over budget: drop the least valuable lines until the per-line estimate fits, then confirm
-    # with an exact count.
+    # Over budget: files compactly, then drop the least valuable lines until the per-line
+    # estimate fits, then confirm with an exact count.
+    items = _compact_files(items, model)
+    kept_tokens = sum(i.tokens for i in items)
+    if any(i.group for i in items) and fixed + kept_tokens - 8 <= max_tokens:
+        text = "\n".join(_assemble(goal, items, {}, recall))
+        if count_tokens(text, model) <= max_tokens:
+            return text
     drop_order = sorted(range(len(items)), key=lambda n: (items[n].rank, items[n].age))
     gone: set[int] = set()
     dropped: dict[str, int] = {}

@@ -584,7 +584,8 @@ def test_server_log_errors_and_failure_exceptions_are_errors():
     out = (
         "2026-05-05 23:10:11,248 1225 WARNING odoo18 odoo.modules.loading: states were reset\n"
         "2026-05-05 23:10:11,249 1225 ERROR odoo18 odoo.modules.registry: Failed to load registry\n"
-        "psycopg2.errors.SerializationFailure: could not serialize access due to concurrent update\n"
+        "psycopg2.errors.SerializationFailure: could not serialize access due to concurrent"
+        " update\n"
     )
     errors = errors_in(out, "odoo -d odoo18 -u x --stop-after-init")
     lines = {e.kind: e.line for e in errors}

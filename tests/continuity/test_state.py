@@ -183,10 +183,19 @@ _NOUNS = {
 }
 
 
+_COMPACT_FILES = re.compile(r"^- edited, latest first(?: \(in (\S*)\))?: (.+)$")
+
+
 def _shown(text: str) -> tuple[dict[str, list[int]], dict[str, int]]:
     shown: dict[str, list[int]] = {kind: [] for kind, _ in _KIND_OF_LINE}
     more: dict[str, int] = {}
     for line in text.splitlines():
+        compact = _COMPACT_FILES.match(line)
+        if compact:  # over budget: the files on one line, latest first
+            paths = [(compact[1] or "") + p for p in compact[2].split(", ")]
+            shown["file"] += sorted(int(re.fullmatch(r"src/m(\d+)\.py", p)[1]) for p in paths)
+            assert paths == sorted(paths, reverse=True)
+            continue
         for kind, pattern in _KIND_OF_LINE:
             match = pattern.match(line)
             if match:
@@ -251,12 +260,40 @@ def test_dropped_files_go_before_other_files():
     full = count_tokens(render_state(book, max_tokens=BIG, model=MODEL), MODEL)
     cuts = [render_state(book, max_tokens=budget, model=MODEL) for budget in range(full, 20, -1)]
     first_cut = next(text for text in cuts if "- … " in text)
-    assert "- src/pkg/old_module.py: edited" in first_cut
-    assert "- src/pkg/older_module.py: edited" in first_cut
+    # over budget the files go compact first (one line, latest first), then the least useful
+    assert "- edited, latest first (in src/pkg/): old_module.py, older_module.py" in first_cut
     assert "gone_module" not in first_cut
     assert "- … 1 more file: /recall <query>" in first_cut
     second_cut = next(text for text in cuts if "- … 2 more files" in text)
     assert "old_module" in second_cut and "older_module" not in second_cut
+
+
+def test_over_budget_every_edited_file_stays_on_one_line():
+    """Forty edited files and a few open errors in 500 tokens: the errors and every edited path
+    (latest first, under their shared folder) fit, the files merely read go first."""
+    book = FactBook()
+    book.add("goal", "goal", "port the addon", 1)
+    for i in range(40):
+        path = f"X:/work/addons/shop/models/model_{i:02d}.py"
+        book.add("file", path, path, i, detail={"op": "edited" if i % 2 else "created"})
+        book.add("file", f"X:/work/addons/shop/views/v{i}.xml", "v", i, detail={"op": "added"})
+    for i in range(3):
+        book.add(
+            "error",
+            f"e{i}",
+            f"ValueError: bad field {i}",
+            50 + i,
+            entry_id=f"id{i}",
+            detail={"command": "docker exec web odoo -d db -u shop --stop-after-init " * 3},
+        )
+    text = render_state(book, max_tokens=500, model=MODEL)
+    assert count_tokens(text, MODEL) <= 500
+    for i in range(3):
+        assert f"- ValueError: bad field {i} (from `docker exec web odoo -d db" in text
+    line = next(x for x in text.splitlines() if x.startswith("- edited, latest first"))
+    assert line.startswith("- edited, latest first (in X:/work/addons/shop/models/): model_39.py, ")
+    assert "model_00.py (new)" in line and line.count("model_") == 40
+    assert re.search(r"^- … \d+ more files: /recall <query>$", text, re.M)  # read ones went first
 
 
 def test_long_goal_is_clipped_not_dropped():
