@@ -38,9 +38,9 @@ QUERY_CHARS = 4000
 # real sessions, two alternating runs each), gardener ms p50/p95 were 26.9/158 and 19.7/133 with
 # it, 23.3/129 and 25.3/125 without: with no idle core, a second thread only competes.
 PREFETCH_ENV = "GARDENER_QUERY_PREFETCH"
-# The vector half of a request's recall waits at most this long for the query's embedding, then
-# the request goes with full-text recall alone (the embedding still lands in the query cache).
-# 0 waits as long as it takes. See ``_mode_in_time`` for the measurements.
+# The vector half of a request's recall waits at most this long for the query's embedding (run
+# in a thread of its own), then the request goes with full-text recall alone; the vector still
+# lands in the query cache when it comes. 0 waits as long as it takes. Measured: ``_mode_in_time``.
 VECTOR_BUDGET_ENV = "GARDENER_VECTOR_BUDGET_MS"
 VECTOR_BUDGET_MS = 30.0
 
@@ -68,8 +68,39 @@ def _budget_ms() -> float:
 
 
 def _mode_in_time(session: GardenerSession, store: Any, query: str) -> str:
-    """``_mode``, and "fts" for this request when its query's embedding is not ready within
-    ``VECTOR_BUDGET_MS`` (MEASURED)."""
+    """``_mode``, but "fts" for this request when its query's embedding is not ready within
+    ``VECTOR_BUDGET_MS``.
+
+    Why (issue 15, goal: per-turn gardener p95 <= 50 ms with vectors on while the embedder is
+    busy): profiled per turn on the replay bench, the query embedding was 5-15 ms on an idle
+    core but 50-180 ms on a loaded machine, the largest part of most slow turns (the vector
+    search itself 2-9 ms, full-text search 0.2-20 ms, reading entries 0.1-2 ms).
+
+    Measured with ``python -m bench run replays/ R --modes gardener`` (4 bundled replays + 10
+    real sessions, R = ``bench import aider-history`` of AFI-Protocol__afi-core and
+    AndreasDebel__HaaV-CatalogService; the bench now runs a busy background embedder, see
+    ``bench/replay/runner.py``), runs alternated in one window, gardener ms p50 / p95:
+
+    ====================================  =======================  ======================
+    machine load (other jobs)             12-16                    ~6
+    before (551a72d)                      48.3/328, 68.2/326       see README
+    upsert pause only (budget 0)          67.2/258, 59.2/313
+    30 ms budget (this)                   55.9/166, 60.3/171       35.1/93.4
+    30 ms budget + query prefetch                                  29.1/95.7
+    ====================================  =======================  ======================
+
+    What it costs: at load 12-16 a third of the hybrid requests were late (48/150, 52/152),
+    at ~6 a quarter (38/160; 28/151 with prefetch). A late request's recall is full text, and
+    on these replays full text injects the same entries as hybrid in 112 of 142 requests (the
+    other 30: hybrid adds an entry, mostly a summarized one's vector excerpt, where full text
+    adds none), so a third late changes about one request in 15. ``/recall``, the bench's
+    probes, LoCoMo and ``bench.tool_probes`` go through ``store.recall``, which waits as before:
+    their recall is unchanged (probe recall@5 35/37 in every run above).
+
+    Rejected by the same data: skipping vectors when the full-text hits are strong (of the 80
+    requests with three or more full-text hits sharing half the query's terms, vectors changed
+    the injection in 24), loading only scored fields (0.1-2 ms), and prefetch on by default
+    (fewer late requests, same p95: off, see ``PREFETCH_ENV``)."""
     mode = _mode(store)
     budget = _budget_ms()
     index = getattr(store, "vectors", None)
