@@ -283,7 +283,25 @@ def _scan_output(output: str, command: str | None) -> OutputScan:
             if kind == "log" and any(_names(e, line) for e in found.values()):
                 continue  # a test's ``ERROR id``, a tool's ``ERROR: …``: there already
             done = add(kind, key, line)
-    return OutputScan(list(found.values()), counts, runner)
+    errors = list(found.values())
+    if any(not _EXIT_LINE.match(e.line) for e in errors):
+        # Claude Code's "Error: Exit code 1" heads a failed command's output: the errors below
+        # it say what failed
+        errors = [e for e in errors if not _EXIT_LINE.match(e.line)]
+    return OutputScan(errors, counts, runner)
+
+
+_EXIT_LINE = re.compile(r"Error: Exit code \d+$")
+# Claude Code's answer when the user declines a tool call: the command never ran
+_REJECTED = ("The user doesn't want to proceed with this tool use", "User rejected tool use")
+
+
+def is_rejection(output: str) -> bool:
+    """Whether ``output`` is the client's note that the user declined the call (no error of
+    the command: it did not run)."""
+    head = output.lstrip()[:80] if isinstance(output, str) else ""
+    head = head.removeprefix("Error: ")
+    return head.startswith(_REJECTED)
 
 
 def _diagnostics(norm: str) -> Iterator[tuple[str, str, str]]:

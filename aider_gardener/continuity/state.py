@@ -295,15 +295,41 @@ def _folder(paths: list[str]) -> str:
     return first[:n].rpartition("/")[0] + "/" if "/" in first[:n] else ""
 
 
+_ABSOLUTE = re.compile(r"^(?:/|~|[A-Za-z]:/)")
+
+
+def _clusters(paths: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """(paths shown whole, absolute paths by the folder they share): a relative path is short
+    and usable as it is; absolute ones (outside the project) are grouped by their first three
+    parts, in order, each group shown under its common folder."""
+    by_root: dict[str, list[str]] = {}
+    for p in paths:
+        if _ABSOLUTE.match(p):
+            by_root.setdefault("/".join(p.split("/")[:3]), []).append(p)
+    whole = [p for p in paths if not _ABSOLUTE.match(p) or len(by_root[_root(p)]) == 1]
+    shared = {}
+    for members in by_root.values():
+        if len(members) > 1:
+            folder = _folder([m.partition(" (")[0] for m in members])
+            shared.setdefault(folder, []).extend(members)
+    return whole, shared
+
+
+def _root(path: str) -> str:
+    return "/".join(path.split("/")[:3])
+
+
 def _group_line(group: str, paths: list[str]) -> str:
-    folder = _folder([p.partition(" (")[0] for p in paths])
-    where = f" (in {folder})" if folder else ""
-    return f"- {group}{where}: " + ", ".join(p[len(folder) :] for p in paths)
+    whole, shared = _clusters(paths)
+    parts = [", ".join(whole)] if whole else []
+    for folder, members in shared.items():
+        parts.append(f"in {folder}: " + ", ".join(m[len(folder) :] for m in members))
+    return f"- {group}: " + "; ".join(parts)
 
 
 def _compact_files(items: list[_Item], model: str) -> list[_Item]:
     """``items`` with every file as a path in its group's line (``EDITED_GROUP``,
-    ``SEEN_GROUP``), costed at the tokens of its path under the group's folder."""
+    ``SEEN_GROUP``), costed at the tokens of its path as shown there."""
     groups: dict[str, list[_Item]] = {}
     out = []
     for item in items:
@@ -320,10 +346,14 @@ def _compact_files(items: list[_Item], model: str) -> list[_Item]:
         groups.setdefault(group, []).append(compact)
         out.append(compact)
     for group, members in groups.items():
-        folder = _folder([m.line.partition(" (")[0] for m in members])
+        whole, shared = _clusters([m.line for m in members])
+        shown = {p: p for p in whole}
+        for folder, paths in shared.items():
+            shown.update({p: p[len(folder) :] for p in paths})
         for m in members:
-            m.tokens = _tokens(", " + m.line[len(folder) :], model)
-        members[0].tokens += _tokens(_group_line(group, [""]), model)
+            m.tokens = _tokens(", " + shown.get(m.line, m.line), model)
+        members[0].tokens += _tokens(f"- {group}: ", model)
+        members[0].tokens += sum(_tokens(f"; in {folder}: ", model) for folder in shared)
     return out
 
 

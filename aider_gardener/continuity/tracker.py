@@ -284,6 +284,8 @@ class FactTracker:
         cmd, turn, entry = command_key(command), _turn(turn), _entry(entry_id)
         raw_command = _text(command) or None
         code = _exit_code(exit_code)
+        if extract.is_rejection(_text(output)):
+            return  # declined by the user: the command did not run, nothing to learn
         scan = extract.scan_output(_text(output), raw_command)
         errors = list(scan.errors)
         if not errors and code not in (None, 0):

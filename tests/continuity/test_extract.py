@@ -602,3 +602,19 @@ def test_log_errors_do_not_repeat_a_test_or_tool_error():
     )
     assert [e.kind for e in errors_in(out, "pytest")] == ["test", "test"]
     assert [e.kind for e in errors_in("ERROR: could not build wheels for x\n")] == ["error"]
+
+
+def test_claude_codes_exit_line_gives_way_to_the_errors_below_it():
+    out = "Error: Exit code 127\n/usr/bin/bash: line 1: Select-Object: command not found\n"
+    assert [e.line for e in errors_in(out)] == [
+        "/usr/bin/bash: line 1: Select-Object: command not found"
+    ]
+    assert [e.line for e in errors_in("Error: Exit code 2\n")] == ["Error: Exit code 2"]
+
+
+def test_a_declined_tool_call_is_no_error():
+    from aider_gardener.continuity.extract import is_rejection
+
+    assert is_rejection("User rejected tool use")
+    assert is_rejection("Error: The user doesn't want to proceed with this tool use. The tool")
+    assert not is_rejection("Error: Exit code 1\nUser rejected nothing")

@@ -183,7 +183,7 @@ _NOUNS = {
 }
 
 
-_COMPACT_FILES = re.compile(r"^- edited, latest first(?: \(in (\S*)\))?: (.+)$")
+_COMPACT_FILES = re.compile(r"^- edited, latest first: (.+)$")
 
 
 def _shown(text: str) -> tuple[dict[str, list[int]], dict[str, int]]:
@@ -192,7 +192,7 @@ def _shown(text: str) -> tuple[dict[str, list[int]], dict[str, int]]:
     for line in text.splitlines():
         compact = _COMPACT_FILES.match(line)
         if compact:  # over budget: the files on one line, latest first
-            paths = [(compact[1] or "") + p for p in compact[2].split(", ")]
+            paths = compact[1].split(", ")
             shown["file"] += sorted(int(re.fullmatch(r"src/m(\d+)\.py", p)[1]) for p in paths)
             assert paths == sorted(paths, reverse=True)
             continue
@@ -261,7 +261,7 @@ def test_dropped_files_go_before_other_files():
     cuts = [render_state(book, max_tokens=budget, model=MODEL) for budget in range(full, 20, -1)]
     first_cut = next(text for text in cuts if "- … " in text)
     # over budget the files go compact first (one line, latest first), then the least useful
-    assert "- edited, latest first (in src/pkg/): old_module.py, older_module.py" in first_cut
+    assert "- edited, latest first: src/pkg/old_module.py, src/pkg/older_module.py" in first_cut
     assert "gone_module" not in first_cut
     assert "- … 1 more file: /recall <query>" in first_cut
     second_cut = next(text for text in cuts if "- … 2 more files" in text)
@@ -291,7 +291,7 @@ def test_over_budget_every_edited_file_stays_on_one_line():
     for i in range(3):
         assert f"- ValueError: bad field {i} (from `docker exec web odoo -d db" in text
     line = next(x for x in text.splitlines() if x.startswith("- edited, latest first"))
-    assert line.startswith("- edited, latest first (in X:/work/addons/shop/models/): model_39.py, ")
+    assert line.startswith("- edited, latest first: in X:/work/addons/shop/models/: model_39.py, ")
     assert "model_00.py (new)" in line and line.count("model_") == 40
     assert re.search(r"^- … \d+ more files: /recall <query>$", text, re.M)  # read ones went first
 

@@ -489,3 +489,11 @@ def test_prompt_and_reply_bench(benchmark, size: int):
         t.on_reply(reply, 1, "r")
 
     benchmark.pedantic(step, rounds=40, iterations=1)
+
+
+def test_a_declined_command_leaves_no_open_error():
+    from aider_gardener.continuity.tracker import FactTracker
+
+    tracker = FactTracker()
+    tracker.on_output("find / -name x.xml", "User rejected tool use", 3, "id1", exit_code=1)
+    assert not [f for f in tracker.book.find("error") if f.status == "open"]
