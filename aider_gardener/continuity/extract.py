@@ -293,7 +293,12 @@ def _scan_output(output: str, command: str | None) -> OutputScan:
 
 _EXIT_LINE = re.compile(r"Error: Exit code \d+$")
 # Claude Code's answer when the user declines a tool call: the command never ran
-_REJECTED = ("The user doesn't want to proceed with this tool use", "User rejected tool use")
+# or a hook blocked it ("Blocked: sleep 30 followed by: …")
+_REJECTED = (
+    "The user doesn't want to proceed with this tool use",
+    "User rejected tool use",
+    "Blocked: ",
+)
 
 
 def is_rejection(output: str) -> bool:

@@ -193,6 +193,7 @@ EDITED_GROUP = "edited, latest first"
 SEEN_GROUP = "read or added, latest first"
 _FILE_MARK = {"created": " (new)", "undone": " (undone)", "dropped": " (dropped)"}
 COMMAND_MAX = 48  # characters of an open error's command in the block (its id recalls it)
+ERROR_MAX = 140  # characters of an open error's text in the block
 
 
 def _file_value(fact: Fact) -> int:
@@ -203,14 +204,28 @@ def _file_value(fact: Fact) -> int:
 
 
 def _short_command(fact: Fact) -> Fact:
-    """The fact with its command clipped to ``COMMAND_MAX`` for the block: a long pipeline
-    repeated on every error of one output costs more than the errors."""
+    """The fact with its command clipped to ``COMMAND_MAX`` and its text to ``ERROR_MAX`` for
+    the block: a long pipeline repeated on every error of one output costs more than the
+    errors, and an error's type, start of message and location come first."""
     command = one_line(str(fact.detail.get("command") or ""))
-    if len(command) <= COMMAND_MAX:
+    text = one_line(fact.text)
+    if len(command) <= COMMAND_MAX and len(text) <= ERROR_MAX:
         return fact
-    clipped = command[: COMMAND_MAX - 1].rstrip() + _ELLIPSIS
-    detail = {**fact.detail, "command": clipped}
-    return Fact(fact.id, fact.kind, fact.key, fact.text, fact.turn, fact.entry_id, detail=detail)
+    if len(command) > COMMAND_MAX:
+        command = command[: COMMAND_MAX - 1].rstrip() + _ELLIPSIS
+    if len(text) > ERROR_MAX:
+        text = text[: ERROR_MAX - 1].rstrip() + _ELLIPSIS
+    detail = {**fact.detail, "command": command}
+    return Fact(fact.id, fact.kind, fact.key, text, fact.turn, fact.entry_id, detail=detail)
+
+
+def _bare_exit(fact: Fact) -> bool:
+    """An error that only says a command failed ("exit 2", Claude Code's "Error: Exit code 2"):
+    its command and id say as much, so it goes before the files the session edited."""
+    return bool(_BARE_EXIT.match(one_line(fact.text)))
+
+
+_BARE_EXIT = re.compile(r"(?:exit \d+|Error: Exit code \d+)$")
 
 
 def _items(book: FactBook, wording: RecallWording) -> list[_Item]:
@@ -234,6 +249,9 @@ def _items(book: FactBook, wording: RecallWording) -> list[_Item]:
                 continue
             line = error_line(_short_command(fact), wording.by_id)
             rank_age, sort = order_key(fact), order_key(fact)
+            if _bare_exit(fact):  # ranked with the files read, before the edited ones
+                items.append(_Item("error", _RANK["file"], (1, *rank_age), sort, "- " + line))
+                continue
         elif fact.kind == "command":
             if not _token(fact.entry_id):
                 continue  # without an id there is nothing to recall; errors show its effect
@@ -350,8 +368,8 @@ def _compact_files(items: list[_Item], model: str) -> list[_Item]:
         shown = {p: p for p in whole}
         for folder, paths in shared.items():
             shown.update({p: p[len(folder) :] for p in paths})
-        for m in members:
-            m.tokens = _tokens(", " + shown.get(m.line, m.line), model)
+        for m in members:  # less the newline ``_tokens`` counts: they share one line
+            m.tokens = max(1, _tokens(", " + shown.get(m.line, m.line), model) - 1)
         members[0].tokens += _tokens(f"- {group}: ", model)
         members[0].tokens += sum(_tokens(f"; in {folder}: ", model) for folder in shared)
     return out

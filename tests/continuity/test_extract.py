@@ -617,4 +617,5 @@ def test_a_declined_tool_call_is_no_error():
 
     assert is_rejection("User rejected tool use")
     assert is_rejection("Error: The user doesn't want to proceed with this tool use. The tool")
+    assert is_rejection("Error: Blocked: sleep 30 followed by: docker exec web odoo")
     assert not is_rejection("Error: Exit code 1\nUser rejected nothing")

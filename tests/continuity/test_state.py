@@ -380,3 +380,25 @@ def test_bench_render_200_facts_after_a_change(benchmark):
 
     text = benchmark(changed)
     assert count_tokens(text, MODEL) <= 1500
+
+
+def test_a_bare_exit_code_goes_before_edited_files_and_long_errors_are_clipped():
+    book = FactBook()
+    book.add("goal", "goal", "g", 1)
+    for i in range(6):
+        book.add("file", f"src/pkg/module_{i}.py", "m", i, detail={"op": "edited"})
+    book.add(
+        "error", "x", "Error: Exit code 2", 7, entry_id="aaa", detail={"command": "grep -rn x"}
+    )
+    long = "KeyError: ('ir.model.data', " + "'search_leads.view_daily_search_lead_form', " * 6
+    book.add("error", "k", long, 8, entry_id="bbb", detail={"command": "odoo -u x"})
+    full = render_state(book, max_tokens=BIG, model=MODEL)
+    assert "Error: Exit code 2" in full and long.strip() not in full  # clipped in the block
+    assert "- KeyError: ('ir.model.data', 'search_leads.view_daily_search_lead_form'" in full
+    cut = next(
+        text
+        for budget in range(count_tokens(full, MODEL), 20, -1)
+        if "- … " in (text := render_state(book, max_tokens=budget, model=MODEL))
+    )
+    assert "Exit code 2" not in cut and "- … 1 more open error" in cut
+    assert "src/pkg/module_0.py" in cut and "KeyError" in cut
