@@ -23,8 +23,11 @@ questions) and on the LongMemEval derivative (``--longmemeval``), see ``bench/lo
 for the table; the choice of depth, weight and candidate text was made on LoCoMo and checked,
 unchanged, on LongMemEval.
 
-Cost: one MiniLM pass over ``DEPTH`` short texts per query, ~100-300 ms on one idle core
-(``bench.locomo_recall`` prints ms/query per mode), against ~14 ms for the first stage. That is
+Cost: MiniLM over ``DEPTH`` texts of up to ``MAX_TOKENS`` word pieces per query, ~2,000 word
+pieces for LoCoMo's turns with their context: ~0.35 s on an idle core at the embedder's ~5,700
+word pieces/s, measured 1.2 s p50 / 1.8 s p95 at a load average of ~5.5 on two cores and 2.4 s
+at ~14 (``bench.locomo_recall`` prints ms/query per mode), against 14-37 ms for the first
+stage. Halving ``DEPTH`` halves it, and cost LoCoMo R@5 ~0.02 in the offline replay. That is
 why per-turn RAG does not rerank (issue 15: the per-turn stall is to stay under 50 ms p95) and an
 explicit ``/recall`` does (a person waits for it, first ``/recall`` <= 1 s). ``GARDENER_RERANK``:
 ``off`` never, ``on`` (default) for explicit recalls, ``always`` for every recall including the
@@ -88,8 +91,6 @@ def maxsim_scores(query: str, texts: Sequence[str]) -> list[float] | None:
     if not texts or not available():
         return None
     try:
-        import numpy as np
-
         from . import embeddings
         from .db import STOPWORDS
 
@@ -107,22 +108,15 @@ def maxsim_scores(query: str, texts: Sequence[str]) -> list[float] | None:
             return None
         docs = tokenizer.encode_batch([t or " " for t in texts])
         rows = [q.ids] + [d.ids for d in docs]
-        width = max(len(r) for r in rows)
-        ids = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for n, r in enumerate(rows):
-            ids[n, : len(r)] = r
-            mask[n, : len(r)] = 1
-        hidden = np.asarray(encoder.forward(ids, mask), dtype=np.float32)
-        hidden /= np.clip(np.linalg.norm(hidden, axis=2, keepdims=True), 1e-12, None)
-        query_vecs = hidden[0, keep]  # (q, 384)
+        states = _token_states(embeddings, encoder, rows)
+        query_vecs = states[0][keep]  # (q, 384)
         scores = []
         for n, d in enumerate(docs, start=1):
             inner = [i for i, t in enumerate(d.tokens) if t not in _SPECIAL]
             if not inner:
                 scores.append(0.0)
                 continue
-            sims = query_vecs @ hidden[n, inner].T  # (q, d)
+            sims = query_vecs @ states[n][inner].T  # (q, d)
             scores.append(float(sims.max(axis=1).mean()))
         return scores
     except Exception as err:  # noqa: BLE001 - a failed rerank keeps the first stage's order
@@ -146,6 +140,32 @@ def rerank(query: str, ranked: list[str], texts: dict[str, str]) -> list[str]:
     total = [1.0 / (RRF_K + i + 1) + WEIGHT / (RRF_K + maxsim_rank[i]) for i in range(len(head))]
     order = sorted(range(len(head)), key=lambda i: (-total[i], i))
     return [head[i] for i in order] + ranked[DEPTH:]
+
+
+def _token_states(embeddings: Any, encoder: Any, rows: list[list[int]]) -> list[Any]:
+    """Each row's unit-length token states (tokens, 384), in passes planned as the embedder
+    plans its own (``embeddings.plan_batches``: similar lengths, the backend's token budget).
+    Against one pass padding all 21 rows to the longest, on 120 LoCoMo queries alternating in
+    one run (load average ~5.5 on two cores): p50 1,176 vs 1,284 ms, p95 1,754 vs 2,155 ms."""
+    import numpy as np
+
+    lengths = [len(r) for r in rows]
+    out: list[Any] = [None] * len(rows)
+    plan = embeddings.plan_batches(
+        lengths, encoder.batch_tokens(), embeddings.BATCH_SIZE, embeddings.PADDING_SLACK
+    )
+    for idx in plan:
+        width = max(lengths[i] for i in idx)
+        ids = np.zeros((len(idx), width), dtype=np.int64)
+        mask = np.zeros((len(idx), width), dtype=np.int64)
+        for row, i in enumerate(idx):
+            ids[row, : lengths[i]] = rows[i]
+            mask[row, : lengths[i]] = 1
+        hidden = np.asarray(encoder.forward(ids, mask), dtype=np.float32)
+        for row, i in enumerate(idx):
+            h = hidden[row, : lengths[i]]
+            out[i] = h / np.clip(np.linalg.norm(h, axis=1, keepdims=True), 1e-12, None)
+    return out
 
 
 def _get_tokenizer(embeddings: Any) -> Any:
