@@ -193,7 +193,7 @@ EDITED_GROUP = "edited, latest first"
 SEEN_GROUP = "read or added, latest first"
 _FILE_MARK = {"created": " (new)", "undone": " (undone)", "dropped": " (dropped)"}
 COMMAND_MAX = 48  # characters of an open error's command in the block (its id recalls it)
-ERROR_MAX = 140  # characters of an open error's text in the block
+ERROR_MAX = 200  # characters of an open error's text in the block (a fact's LINE_MAX)
 
 
 def _file_value(fact: Fact) -> int:
