@@ -185,6 +185,8 @@ class _Item:
     line: str
     tokens: int = 0
     group: str | None = None  # shown inline: one line per group, items joined by ", "
+    source: str | None = None  # an open error's command and id, shared by its output's errors
+    same: str | None = None  # its line after an error of the same output, over budget
 
 
 # Over budget, files are listed compactly (``_compact_files``): one line per group, paths under
@@ -247,10 +249,28 @@ def _items(book: FactBook, wording: RecallWording) -> list[_Item]:
                 continue
             if fact.status != "open":
                 continue
-            line = error_line(_short_command(fact), wording.by_id)
+            short = _short_command(fact)
+            line = error_line(short, wording.by_id)
             rank_age, sort = order_key(fact), order_key(fact)
             if _bare_exit(fact):  # ranked with the files read, before the edited ones
                 items.append(_Item("error", _RANK["file"], (1, *rank_age), sort, "- " + line))
+                continue
+            text = one_line(short.text)
+            if text and line != text:
+                same = f"- {text} (same output)"
+                source = line[len(text) :]
+                items.append(
+                    _Item(
+                        "error",
+                        _RANK["error"],
+                        rank_age,
+                        sort,
+                        "- " + line,
+                        0,
+                        source=source,
+                        same=same,
+                    )
+                )
                 continue
         elif fact.kind == "command":
             if not _token(fact.entry_id):
@@ -280,7 +300,10 @@ def _assemble(
     items: list[_Item],
     dropped: dict[str, int],
     wording: RecallWording = AIDER_RECALL,
+    share: bool = False,
 ) -> list[str]:
+    """The block's lines; with ``share`` (over budget) an open error right after one from the
+    same output says "(same output)" instead of repeating its command and id."""
     lines = [wording.header]
     if goal:
         lines.append(f"{GOAL}: {goal}")
@@ -293,7 +316,12 @@ def _assemble(
         if not shown and not left:
             continue
         lines.append(f"{section}:")
-        lines.extend(item.line for item in shown if item.group is None)
+        source = None
+        for item in shown:
+            if item.group is None:
+                shared = share and item.source is not None and item.source == source
+                lines.append(item.same if shared and item.same else item.line)
+                source = item.source
         for group in (EDITED_GROUP, SEEN_GROUP):
             if not any(i.group == group for i in shown):
                 continue
@@ -433,9 +461,14 @@ def render_state(
     # Over budget: files compactly, then drop the least valuable lines until the per-line
     # estimate fits, then confirm with an exact count.
     items = _compact_files(items, model)
+    source = None
+    for item in sorted(items, key=lambda i: (_SECTION_OF[i.kind], i.sort)):
+        if item.same and item.source == source:
+            item.tokens = _tokens(item.same, model)
+        source = item.source
     kept_tokens = sum(i.tokens for i in items)
-    if any(i.group for i in items) and fixed + kept_tokens - 8 <= max_tokens:
-        text = "\n".join(_assemble(goal, items, {}, recall))
+    if fixed + kept_tokens - 8 <= max_tokens:
+        text = "\n".join(_assemble(goal, items, {}, recall, share=True))
         if count_tokens(text, model) <= max_tokens:
             return text
     drop_order = sorted(range(len(items)), key=lambda n: (items[n].rank, items[n].age))
@@ -456,7 +489,7 @@ def render_state(
         if fixed + kept_tokens + titles + sum(more_tokens.values()) > max_tokens:
             continue
         kept = [i for k, i in enumerate(items) if k not in gone]
-        text = "\n".join(_assemble(goal, kept, dropped, recall))
+        text = "\n".join(_assemble(goal, kept, dropped, recall, share=True))
         if count_tokens(text, model) <= max_tokens:
             return text
     # Even one note per kind does not fit: the header, the goal and a single note.

@@ -402,3 +402,19 @@ def test_a_bare_exit_code_goes_before_edited_files_and_long_errors_are_clipped()
     )
     assert "Exit code 2" not in cut and "- … 1 more open error" in cut
     assert "src/pkg/module_0.py" in cut and "KeyError" in cut
+
+
+def test_over_budget_errors_of_one_output_share_its_command():
+    book = FactBook()
+    book.add("goal", "goal", "g", 1)
+    cmd = {"command": "docker exec web odoo -d db -i search_leads --stop-after-init"}
+    for i, text in enumerate(["KeyError: 'x'", "ValueError: External ID not found: y"]):
+        book.add("error", f"e{i}", text, 5, entry_id="out1", detail=cmd)
+    for i in range(30):
+        book.add("file", f"src/m{i}.py", "m", i, detail={"op": "edited"})
+    full = render_state(book, max_tokens=BIG, model=MODEL)
+    assert full.count("(from `docker exec web odoo") == 2  # within budget: as before
+    text = render_state(book, max_tokens=count_tokens(full, MODEL) - 40, model=MODEL)
+    assert "- KeyError: 'x' (from `docker exec web odoo -d db -i search_leads" in text
+    assert "- ValueError: External ID not found: y (same output)" in text
+    assert "src/m0.py" in text and "- … " not in text
