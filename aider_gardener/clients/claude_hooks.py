@@ -1140,6 +1140,7 @@ def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> 
     except OSError:
         return 0  # another server holds this socket
     preload._done = True  # no threads race to import the numeric stack here (see ``_open``)
+    _exit_cleanly_on_signals()
     from ..pipeline import compress
 
     compress("warm up: tiktoken tables and the classifiers' patterns load once, here\n")
@@ -1182,6 +1183,21 @@ def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> 
         sock.close()
         _remove_own(path, inode)
         lock.close()
+
+
+def _exit_cleanly_on_signals() -> None:
+    """SIGTERM/SIGHUP (a logout, ``kill``, a test's teardown) end ``serve`` through its
+    ``finally``, so the socket and pid files go with the process instead of piling up."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, stop)
+        except (ValueError, OSError):  # not the main thread (in-process tests)
+            pass
 
 
 def _remove_own(path: Path, inode: int | None) -> None:

@@ -1062,3 +1062,25 @@ def test_warm_server_exits_once_its_socket_is_removed_or_taken(tmp_path, server_
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_warm_server_removes_its_files_on_sigterm(server_dir):
+    sock = server_dir / "hookd-term.sock"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aider_gardener.clients.claude_hooks", "--serve", str(sock)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_server(server_dir)
+        deadline = time.monotonic() + 30
+        while not Path(f"{sock}.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, proc.stderr.read().decode()
+        assert not sock.exists() and not Path(f"{sock}.pid").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
