@@ -81,26 +81,36 @@ def _mode_in_time(session: GardenerSession, store: Any, query: str) -> str:
     AndreasDebel__HaaV-CatalogService; the bench now runs a busy background embedder, see
     ``bench/replay/runner.py``), runs alternated in one window, gardener ms p50 / p95:
 
-    ====================================  =======================  ======================
-    machine load (other jobs)             12-16                    ~6
-    before (551a72d)                      48.3/328, 68.2/326       see README
-    upsert pause only (budget 0)          67.2/258, 59.2/313
-    30 ms budget (this)                   55.9/166, 60.3/171       35.1/93.4
-    30 ms budget + query prefetch                                  29.1/95.7
-    ====================================  =======================  ======================
+    ===============================  ==================================  ====================
+    machine load (other jobs)        4-7                                 12-16
+    before (551a72d)                 20.7/140, 21.0/120, 21.7/138,       48.3/328, 68.2/326
+                                     39.9/189
+    upsert pause only (budget 0)                                         67.2/258, 59.2/313
+    30 ms budget (this)              25.6/60.4, 39.9/112, 36.2/107,      55.9/166, 60.3/171
+                                     35.0/107
+    30 ms budget + query prefetch    28.0/84.8, 33.0/105, 29.1/95.7
+    ===============================  ==================================  ====================
 
-    What it costs: at load 12-16 a third of the hybrid requests were late (48/150, 52/152),
-    at ~6 a quarter (38/160; 28/151 with prefetch). A late request's recall is full text, and
-    on these replays full text injects the same entries as hybrid in 112 of 142 requests (the
-    other 30: hybrid adds an entry, mostly a summarized one's vector excerpt, where full text
-    adds none), so a third late changes about one request in 15. ``/recall``, the bench's
-    probes, LoCoMo and ``bench.tool_probes`` go through ``store.recall``, which waits as before:
-    their recall is unchanged (probe recall@5 35/37 in every run above).
+    p95 falls by a third to a half; p50 rose (median 21 -> 35 ms at load 4-7): handing the
+    embedding to a thread and waking up again costs scheduler latency on an oversubscribed
+    CPU. The goal is not met there: ``--no-vectors`` gives 11.2/48.3 at load ~6, and the
+    slowest turns left are ingest (100-240 ms when a big output is stored).
+
+    What it costs: 17-25 % of the hybrid requests were late at load 4-7 (27/163, 38/148,
+    35/153, 38/159), a third at 12-16 (48/150, 52/152). A late request's recall is full text,
+    and on these replays full text injects the same entries as hybrid in 112 of 142 requests
+    (the other 30: hybrid adds an entry, mostly a summarized one's vector excerpt, where full
+    text adds none), so a quarter late changes about one request in 20. ``/recall``, the
+    bench's probes, LoCoMo and ``bench.tool_probes`` go through ``store.recall``, which waits
+    as before: their recall is unchanged (probe recall@5 35/37 in every run above; with no
+    vectors at all 32/37; LoCoMo full text alone R@5 0.739 vs hybrid 0.751, tool probes 20/20
+    either way, per ``store/recall.py`` and ``store/worker.py``).
 
     Rejected by the same data: skipping vectors when the full-text hits are strong (of the 80
     requests with three or more full-text hits sharing half the query's terms, vectors changed
     the injection in 24), loading only scored fields (0.1-2 ms), and prefetch on by default
-    (fewer late requests, same p95: off, see ``PREFETCH_ENV``)."""
+    (neither p95 nor the late share clearly lower: 28/151, 32/156, 37/153 late; off, see
+    ``PREFETCH_ENV``). "before" is 551a72d with this bench's busy embedder added."""
     mode = _mode(store)
     budget = _budget_ms()
     index = getattr(store, "vectors", None)
