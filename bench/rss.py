@@ -62,6 +62,15 @@ if _out:
         except Exception:
             pass
     atexit.register(_dump)
+_trim = float(os.environ.get("GARDENER_BENCH_TRIM", "0") or 0)
+if _trim > 0:  # an experiment's ceiling: glibc's free memory handed back every _trim seconds
+    import ctypes, threading, time
+    def _trimmer():
+        libc = ctypes.CDLL("libc.so.6")
+        while True:
+            time.sleep(_trim)
+            libc.malloc_trim(0)
+    threading.Thread(target=_trimmer, daemon=True).start()
 """
 
 
@@ -194,6 +203,8 @@ def session(workdir: Path, models: Path | None, log: Path, args: list[str], env:
         wait_idle(pid, db, 60, quiet=1.0, queue=vectors)
         mark("recall")
         before = status(pid)
+        if os.environ.get("GARDENER_BENCH_SMAPS"):  # where the memory is, mapping by mapping
+            shutil.copyfile(f"/proc/{pid}/smaps", os.environ["GARDENER_BENCH_SMAPS"])
         libs = mapped_libs(pid)
         left = pending(db)
         child.sendline("/exit")
@@ -288,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             subprocess.run(
                 [sys.executable, "-c", code, str(caches[name])],
+                cwd=tmp,  # not this checkout: a case's PYTHONPATH must win
                 env={**os.environ, **env},
                 check=True,
             )
