@@ -470,3 +470,24 @@ def test_error_chunks_of_one_entry_are_capped(tmp_path, monkeypatch):
         )
         assert len(rows) > 10
         assert [n for n, s in rows if s == INDEXED] == [0, 1, 2, 3, rows[-1][0]]
+
+
+def test_the_benchs_busy_embedder_keeps_busy_and_yields_like_the_worker(tmp_path):
+    """``bench run`` measures turns against this stand-in backlog: it must really embed, and
+    pause for the foreground as the worker does (else the bench would overstate a turn)."""
+    from bench.replay.runner import BusyEmbedder
+
+    busy = BusyEmbedder(NOTES * 4, tmp_path / "busy")
+    if not busy.start():
+        pytest.skip("no embedding model or chromadb")
+    try:
+        assert wait_for(lambda: busy.chunks > 0)
+        with foreground():
+            time.sleep(0.5)  # a group already past its last pause point may still finish
+            settled = busy.chunks
+            time.sleep(1.5)
+            assert busy.chunks == settled
+        assert wait_for(lambda: busy.chunks > settled)
+        assert busy.index.count() > 0
+    finally:
+        busy.stop()
