@@ -270,7 +270,9 @@ def _preload() -> None:
     except EmbeddingsUnavailable:
         return  # the worker reports it when the store opens
     with contextlib.suppress(Exception):
-        import chromadb  # noqa: F401  (the worker opens it at the first message: seconds)
+        from .vectors import import_chromadb
+
+        import_chromadb()  # the worker opens it at the first message: seconds
 
 
 def _load() -> Any:

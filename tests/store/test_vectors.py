@@ -319,3 +319,31 @@ def test_an_index_that_is_not_open_yet_is_not_ready_and_prefetches_nothing(tmp_p
         assert idx.prefetch("anything") is False
     finally:
         idx.close()
+
+
+def test_chromadb_opens_without_the_grpc_tracing_exporter(tmp_path):
+    """Issue 15 (a session's RSS): chromadb's OpenTelemetry gRPC exporter (grpc, protobuf:
+    ~11 MB) is imported only if tracing really constructs it."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys; from pathlib import Path; from aider_gardener.store import vectors;"
+        " client = vectors._persistent_client(Path(sys.argv[1]));"
+        " client.get_or_create_collection('probe-collection').count();"
+        " before = 'grpc' in sys.modules;"
+        " exporter = sys.modules[vectors._OTLP_EXPORTER].OTLPSpanExporter("
+        "endpoint='http://127.0.0.1:9', insecure=True);"
+        " print(json.dumps({'grpc_before': before, 'grpc_after': 'grpc' in sys.modules,"
+        " 'exporter': type(exporter).__name__}))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "chroma")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out == {"grpc_before": False, "grpc_after": True, "exporter": "OTLPSpanExporter"}
