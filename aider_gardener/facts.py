@@ -73,8 +73,11 @@ QUALIFIED_EXC = re.compile(
     r"(?<![\w$.])(?<!import )((?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception))(?![\w$;])"
     r"(?::[ \t]*(\S.{0,80}))?"
 )
+# ``file(12)`` / ``file(12,5)`` only when the parenthesis closes there (MSVC, C#): a call or a
+# repr such as Odoo's ``ir.ui.view(3715,)`` is no place in a file.
 PATH_LINE = re.compile(
-    r"(?<![\w.])((?:[A-Za-z]:)?[\w.\\/-]*[\w-]\.[A-Za-z]{1,5})(?:[:(]|:\[)(\d+)\b"
+    r"(?<![\w.])((?:[A-Za-z]:)?[\w.\\/-]*[\w-]\.[A-Za-z]{1,5})"
+    r"(?::|:\[|\((?=\d+(?:,\d+)?\)))(\d+)\b"
 )
 PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 # "at fn (path:12:3)", also after a log prefix ("44 verbose stack     at …")
@@ -226,7 +229,7 @@ def _scan(fn: Callable[[str], _T], text: str) -> _T:
 # a path:line reference ends with an extension and a number; ``File "`` is found by ``find``
 # (an alternation of the two would defeat the regex engine's scan for the literal dot)
 _PATH_ANCHOR = re.compile(r"\.[A-Za-z]{1,5}(?:[:(]|:\[)\d")
-_DIGIT_RUN = re.compile(r"\d*")
+_DIGIT_RUN = re.compile(r"\d*(?:,\d+)?\)?")  # and ``,col)``: PATH_LINE looks ahead to it
 
 
 def ref_lines(text: str) -> tuple[tuple[int, int, int, int], ...]:

@@ -34,7 +34,9 @@ EXCEPTION_LINE = re.compile(
     r"(?::\s*(\S.{0,80}))?\s*$",
     re.M,
 )
-PATH_LINE = re.compile(r"(?<![\w.])((?:[A-Za-z]:)?[\w.\\/-]*[\w-]\.[A-Za-z]{1,5})[:(](\d+)\b")
+PATH_LINE = re.compile(
+    r"(?<![\w.])((?:[A-Za-z]:)?[\w.\\/-]*[\w-]\.[A-Za-z]{1,5})(?::|\((?=\d+(?:,\d+)?\)))(\d+)\b"
+)
 ERROR_CODE = re.compile(r"\b(E\d{4}|TS\d{4,5}|CS\d{4})\b")
 
 

@@ -153,3 +153,12 @@ def test_template_folding_lists_every_distinct_frame():
     frames = facts.extract(SURFACE)["frames"]
     assert len(frames) > 100 and all(f in out for f in frames)
     assert out.count("Frame0.step0:100 ") == 1
+
+
+def test_a_repr_with_a_number_is_no_file_position():
+    """Odoo's ``ir.ui.view(3715,)`` read as ``ir.ui.view`` line 3715 kept a noise line as a fact
+    and put it in Claude Code state blocks; ``file.cpp(12,5)`` (MSVC) still is one."""
+    from aider_gardener.facts import PATH_LINE
+
+    assert not PATH_LINE.search("'view': ir.ui.view(3715,), 'arch': ...")
+    assert PATH_LINE.search("src/a.cpp(12,5): error C2065").groups() == ("src/a.cpp", "12")
