@@ -21,6 +21,14 @@ and ``KEY=VALUE`` environment settings or ``--flag`` arguments for the CLI::
     git archive HEAD aider_gardener | tar -x -C /tmp/before
     .venv/bin/python -m bench.rss --case before:PYTHONPATH=/tmp/before --case after
 
+Result (2026-11-25, 2-core EPYC shared with other jobs, load ~4.6, ``--runs 3``; VmHWM median
+(min-max), MB)::
+
+    before (embeddings.py at 551a72d)    568 (566-583)
+    mapped model file, mem patterns off  511 (511-512)
+    + chromadb without gRPC exporter     500 (499-501)   <- now
+    --no-gardener-vectors                352 (351-352)
+
 Also reported per case: whether torch, transformers or sentence_transformers were imported in
 the session (its ``sys.modules`` at exit, written by a ``sitecustomize`` this bench puts on
 ``PYTHONPATH``), the embedding backend's shared libraries mapped, and the wall time.

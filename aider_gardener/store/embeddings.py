@@ -25,10 +25,33 @@ planned by token length, and sentence-transformers' mean pooling and normalisati
   Measured with ``python -m bench.embedders`` (issue 15; one thread, medians): a process with a
   store, embedded chromadb and the model, after embedding 200 chat turns and a recall, peaks
   ~200 MB above the same process without vectors, against ~275 MB for ONNX at 2048 and ~575 MB
-  for torch in bfloat16. A real session (the stub-model terminal of tests/integration, two
-  messages, VmHWM) peaks at 527-541 MB, against 795-800 MB with torch, 341 MB without vectors.
-  The export runs in a child interpreter (``_export_in_child``), so no session imports torch.
-  Any export or ONNX Runtime failure falls back to torch.
+  for torch in bfloat16. The export runs in a child interpreter (``_export_in_child``), so no
+  session imports torch (nor transformers or sentence-transformers: ``bench.rss`` checks the
+  session's modules). Any export or ONNX Runtime failure falls back to torch.
+
+Memory (issue 15 goal 3: a session's peak RSS <= 500 MB with the model). Measured with
+``python -m bench.rss`` (the real ``aider-gardener``, stub model, ``/run cat`` of a 7,654-line
+clippy log, two messages, the embedder drained, ``/recall``; VmHWM, median of 3, cases
+alternating in one run, load ~4.6): 568 MB before, 500 MB now, 352 MB without vectors.
+
+* The mapped model file (``mapped_filename``): ONNX Runtime read the 90 MB of weights into its
+  buffers while holding the file's bytes (load peak 140 MB above the import); with the weights
+  in a ``.data`` file it maps them, and of the 47 MB word-piece table only the pages of tokens
+  seen become resident (12 MB in a session). Session 568 -> 511 MB (with the next item);
+  same vectors (cosine 0.9999998 to the export) and speed (13.8 vs 14.1 full-size, 196 vs
+  198 chat-size chunks/s of CPU, one thread).
+* Memory patterns off (``ONNX_MEM_PATTERN``): 515 -> 512 MB, same speed.
+* chromadb without its gRPC tracing exporter (``vectors.import_chromadb``): 511 -> 500 MB.
+
+Measured and rejected: the CPU arena off (ORT alone: +36-62 MB of peak, glibc keeps the freed
+activations), the arena growing by the size asked for (+67 MB), initializers outside the arena
+(no change), prepacking off (the mapped weights it would read become resident just the same),
+glibc ``M_ARENA_MAX=2`` (-3 MB) and ``malloc_trim(0)`` every second (-3 MB: the memory is
+held, not free), chromadb's memory limit / LRU segment cache (no change for one small
+collection). fp16 weights would be cast back to float32 at load (ORT's CPU kernels are float32),
+in anonymous memory instead of mapped pages: no gain. What is left above a session without
+vectors (~150 MB): onnxruntime's import 33 MB, chromadb's import and client ~25 MB, the
+prepacked encoder weights 41 MB, activations, chromadb's upserts and recall.
 
 Where the time goes (one thread of a 2-core EPYC with AVX512-BF16, measured with
 ``tests/store/bench_vectors.py``): a full-size chunk is 256 word pieces, ~6 GFLOP, of which the
@@ -101,9 +124,8 @@ BATCH_TOKENS = 2048
 # chunk), which is no slower (bench.embedders: 15.7 vs 12.8 full-size, 81 vs 68 chat-size/s).
 ONNX_BATCH_TOKENS = 256
 # ONNX Runtime re-lays the MatMul weights out for its kernels at load. Turning that off saves
-# ~26 MB of steady RSS but not of the peak (loading the file peaks higher either way: store
-# process 373 vs 373 MB, a real session 528 vs 527-541 MB) and costs 3-5 % speed
-# (bench.embedders), so it stays on.
+# no peak (with the mapped file, the weights it would read become resident instead) and costs
+# 3-5 % speed (bench.embedders), so it stays on.
 ONNX_PREPACK = True
 # ONNX Runtime's memory patterns plan one block per input shape seen; with every batch a new
 # shape they only add to the arena (ORT alone, 300 passes of mixed shapes: 134 -> 128 MB RSS, the
