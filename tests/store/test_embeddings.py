@@ -314,8 +314,24 @@ def fresh_load(monkeypatch, onnx_dir):
     return monkeypatch
 
 
+def test_the_model_cache_is_per_user_unless_asked_otherwise(monkeypatch, tmp_path):
+    monkeypatch.setattr(embeddings, "_cache_dir", None)
+    monkeypatch.delenv(embeddings.MODEL_CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    embeddings.set_cache_dir(tmp_path / "repo" / ".aider.gardener")
+    assert embeddings._cache_dir == tmp_path / "cache" / "aider-gardener" / "models"
+    assert embeddings._cache_dir.is_dir()
+    monkeypatch.setattr(embeddings, "_cache_dir", None)
+    (tmp_path / "ro").mkdir(mode=0o500)
+    monkeypatch.setenv(embeddings.MODEL_CACHE_ENV, str(tmp_path / "ro" / "models"))
+    if os.geteuid() != 0:  # root writes anywhere
+        embeddings.set_cache_dir(tmp_path / "repo" / ".aider.gardener")
+        assert embeddings._cache_dir == tmp_path / "repo" / ".aider.gardener" / "models"
+
+
 def test_the_first_store_sets_the_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setattr(embeddings, "_cache_dir", None)
+    monkeypatch.setenv(embeddings.MODEL_CACHE_ENV, "store")
     embeddings.set_cache_dir(tmp_path / "one")
     embeddings.set_cache_dir(tmp_path / "two")  # the model is process-wide: first one wins
     assert embeddings._cache_dir == tmp_path / "one" / embeddings.CACHE_SUBDIR
