@@ -34,8 +34,9 @@ on its own last line 0.404 / 0.760 / 0.853; two previous turns 0.364 / 0.770 / 0
 
 The ``rerank`` row is hybrid recall as an explicit ``/recall`` runs it, the fused top 20 read
 again by ``store/rerank.py`` (MaxSim over MiniLM's token states): 0.410 / 0.796 / 0.865 against
-hybrid 0.384 / 0.751 / 0.855 in the same run (at a load average of ~14 on two cores: 37 ms per
-hybrid query, 2.4 s per reranked one; see ``rerank.py`` for the cost on an idle core).
+hybrid 0.384 / 0.751 / 0.855 in the same run (13.6 ms per hybrid query, 1.0 s per reranked one
+at a load average of 2-4.5 on two cores; 37 ms and 2.4 s at ~14). With the rerank row the run
+takes ~12 min instead of ~1.5 at that load.
 
 ``--longmemeval`` runs the same over the LongMemEval derivative in ``memory_bench`` (three
 haystacks of ~40 sessions, 26 questions; a question is recalled when a top-k turn belongs to one

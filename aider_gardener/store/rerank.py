@@ -18,16 +18,17 @@ tokens (ColBERT's MaxSim, Khattab & Zaharia 2020): "painted" in the query meets 
 the turn and "sunrise" meets "dawn", each in its context, without one mean vector averaging the
 match away. all-MiniLM-L6-v2 was not trained for this, and MaxSim alone is a worse ranker than
 the fusion at 5 (it wins at 1); fused with the first stage's ranks (RRF, the same ``K``) it
-adds what both miss. Measured on LoCoMo (``python -m bench.locomo_recall --rerank``, 495
+adds what both miss (``bench.tool_probes`` with ``GARDENER_RERANK=always``: still 20/20 at 5
+under every embedding policy). Measured on LoCoMo (``python -m bench.locomo_recall --rerank``, 495
 questions) and on the LongMemEval derivative (``--longmemeval``), see ``bench/locomo_recall.py``
 for the table; the choice of depth, weight and candidate text was made on LoCoMo and checked,
 unchanged, on LongMemEval.
 
 Cost: MiniLM over ``DEPTH`` texts of up to ``MAX_TOKENS`` word pieces per query, ~2,000 word
-pieces for LoCoMo's turns with their context: ~0.35 s on an idle core at the embedder's ~5,700
-word pieces/s, measured 1.2 s p50 / 1.8 s p95 at a load average of ~5.5 on two cores and 2.4 s
-at ~14 (``bench.locomo_recall`` prints ms/query per mode), against 14-37 ms for the first
-stage. Halving ``DEPTH`` halves it, and cost LoCoMo R@5 ~0.02 in the offline replay. That is
+pieces for LoCoMo's turns with their context (~0.35 s at the embedder's best rate of ~5,700
+word pieces/s, an estimate). Measured (``bench.locomo_recall``, ms/query per mode): 1.0 s mean
+at a load average of 2-4.5 on two cores (hybrid 13.6 ms in the same run), 2.4 s at ~14 (hybrid
+37 ms); the reranking step alone 1.2 s p50 / 1.8 s p95 at ~5.5. Halving ``DEPTH`` halves it, and cost LoCoMo R@5 ~0.02 in the offline replay. That is
 why per-turn RAG does not rerank (issue 15: the per-turn stall is to stay under 50 ms p95) and an
 explicit ``/recall`` does (a person waits for it, first ``/recall`` <= 1 s). ``GARDENER_RERANK``:
 ``off`` never, ``on`` (default) for explicit recalls, ``always`` for every recall including the
