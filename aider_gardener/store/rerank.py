@@ -28,9 +28,11 @@ Cost: MiniLM over ``DEPTH`` texts of up to ``MAX_TOKENS`` word pieces per query,
 pieces for LoCoMo's turns with their context (~0.35 s at the embedder's best rate of ~5,700
 word pieces/s, an estimate). Measured (``bench.locomo_recall``, ms/query per mode): 1.0 s mean
 at a load average of 2-4.5 on two cores (hybrid 13.6 ms in the same run), 2.4 s at ~14 (hybrid
-37 ms); the reranking step alone 1.2 s p50 / 1.8 s p95 at ~5.5. Halving ``DEPTH`` halves it, and cost LoCoMo R@5 ~0.02 in the offline replay. That is
-why per-turn RAG does not rerank (issue 15: the per-turn stall is to stay under 50 ms p95) and an
-explicit ``/recall`` does (a person waits for it, first ``/recall`` <= 1 s). ``GARDENER_RERANK``:
+37 ms); the reranking step alone 1.2 s p50 / 1.8 s p95 at ~5.5. Halving ``DEPTH`` halves it
+and cost LoCoMo R@5 ~0.02 in the offline replay. That is why per-turn RAG does not rerank
+(issue 15: the per-turn stall is to stay under 50 ms p95) and an explicit ``/recall`` does: a
+person asked and waits for it. It is also why a ``/recall`` on a busy machine can take over the
+1 s issue 15 allows the first one (the model preloads; the rerank does not): ``GARDENER_RERANK``:
 ``off`` never, ``on`` (default) for explicit recalls, ``always`` for every recall including the
 per-turn one. Without the model (package missing, still loading, vectors off) recall keeps the
 first stage's order: the reranker never blocks, raises or loads anything itself.
