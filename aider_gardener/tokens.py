@@ -9,6 +9,7 @@ content hash, because the same message is counted on every turn.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from functools import lru_cache
@@ -27,7 +28,19 @@ _SLICE = 64
 _SAMPLE_ABOVE = 16_000_000
 _SAMPLE_CHARS = 65536
 
+# From this size up to _CHUNK_CHARS a text is counted as the sum of its runs of lines
+# (_count_runs), each run's count cached on its own.
+_RUNS_ABOVE = 8192
+_RUN_CACHE_SIZE = 16384
+# A newline followed by a character that begins a new pre-token in cl100k_base and o200k_base:
+# none of their pre-tokenizer's patterns continues past such a newline (a newline run goes on
+# only over more newlines, punctuation only over newlines and "/", a whitespace run only over
+# whitespace), so the text's tokens are exactly its parts' tokens.
+_CUT = re.compile(r"\n(?=[^\s/])")
+_CUT_MASK = 15  # a cut at about one in 16 of those newlines
+
 _cache: OrderedDict[tuple[str, bytes], int] = OrderedDict()
+_run_cache: OrderedDict[tuple[str, bytes], int] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -65,22 +78,60 @@ def count_tokens(text: str, model: str | None = "gpt-4o") -> int:
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    n = _count(text, _encoding(enc_name))
-    with _lock:
-        _cache[key] = n
-        if len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+    n = _count(text, _encoding(enc_name), enc_name)
+    _remember(_cache, key, n, _CACHE_SIZE)
     return n
 
 
-def _count(text: str, enc) -> int:
+def _remember(cache: OrderedDict, key: tuple[str, bytes], n: int, size: int) -> None:
+    with _lock:
+        cache[key] = n
+        if len(cache) > size:
+            cache.popitem(last=False)
+
+
+def _count(text: str, enc, enc_name: str = "") -> int:
     if len(text) > _SAMPLE_ABOVE:
         return _estimate(text, enc)
     chunks = _line_chunks(text) if len(text) > _CHUNK_CHARS else [text]
     pieces = [p for chunk in chunks for p in _split_long_words(chunk)]
     if len(pieces) == 1:
+        if len(text) > _RUNS_ABOVE and enc_name in ("cl100k_base", "o200k_base"):
+            return _count_runs(text, enc, enc_name)
         return len(enc.encode_ordinary(pieces[0]))
     return sum(len(ids) for ids in enc.encode_ordinary_batch(pieces, num_threads=2))
+
+
+def _count_runs(text: str, enc, enc_name: str) -> int:
+    """A command's output is counted twice in a turn, as Aider's message (a header and a fence
+    around it) and as the stored body, and a re-run prints mostly the same lines again. Counted
+    as the sum of its runs of lines, each cached, the second count costs only the runs that
+    differ. Runs end where the next line decides (content, not position: the same lines cut the
+    same way under any header), and only at a newline ``_CUT`` allows, so the sum is the exact
+    count, not an estimate."""
+    total = 0
+    start = 0
+    for m in _CUT.finditer(text):
+        end = m.end()
+        if hash(text[end : end + 48]) & _CUT_MASK:
+            continue
+        total += _run_count(text[start:end], enc, enc_name)
+        start = end
+    return total + _run_count(text[start:], enc, enc_name)
+
+
+def _run_count(run: str, enc, enc_name: str) -> int:
+    if not run:
+        return 0
+    key = (enc_name, hashlib.blake2b(run.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+    with _lock:
+        hit = _run_cache.get(key)
+        if hit is not None:
+            _run_cache.move_to_end(key)
+            return hit
+    n = len(enc.encode_ordinary(run))
+    _remember(_run_cache, key, n, _RUN_CACHE_SIZE)
+    return n
 
 
 def _line_chunks(text: str) -> list[str]:

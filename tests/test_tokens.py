@@ -55,3 +55,75 @@ def test_huge_text_is_estimated_within_one_percent():
     finally:
         tokens._SAMPLE_ABOVE = old
     assert abs(estimate - exact) <= exact * 0.01
+
+
+def _adversarial_lines(seed: int) -> str:
+    """Lines starting and ending with every kind of character the pre-tokenizer treats apart:
+    newline runs, CRLF, spaces, tabs, '/', punctuation, digits, contractions, non-ASCII."""
+    import random
+
+    rng = random.Random(seed)
+    starts = [
+        "\n",
+        " ",
+        "\t",
+        "/",
+        "\r\n",
+        ".",
+        "'s",
+        "1",
+        "a",
+        "A",
+        "-",
+        "#",
+        '"',
+        "é",
+        "中",
+        "  ",
+    ]
+    ends = ["\n", "\r\n", "\n\n", " \n", ".\n", "/\n"]
+    body = "ab1.,/ \t'\"-_"
+    return "".join(
+        rng.choice(starts)
+        + "".join(rng.choice(body) for _ in range(rng.randint(0, 30)))
+        + rng.choice(ends)
+        for _ in range(rng.randint(400, 900))
+    )
+
+
+def test_counting_by_runs_of_lines_is_exact():
+    import tiktoken
+
+    from aider_gardener import tokens
+
+    for name in ("cl100k_base", "o200k_base"):
+        enc = tiktoken.get_encoding(name)
+        for seed in range(20):
+            text = _adversarial_lines(seed)
+            assert len(text) > tokens._RUNS_ABOVE
+            assert tokens._count_runs(text, enc, name) == len(enc.encode_ordinary(text))
+
+
+def test_a_wrapped_output_reuses_the_counts_of_its_lines():
+    """Aider's message around a command's output, then the output alone: exact both times, and
+    the second count encodes only the runs the header changed."""
+    import tiktoken
+
+    from aider_gardener import tokens
+
+    output = "".join(
+        f"2024-05-0{i % 9 + 1} worker-{i % 7} took {i * 37 % 1000} ms\n" for i in range(800)
+    )
+    message = f"I ran this command:\n\npytest -q\n\nAnd got this output:\n\n{output}\n"
+    enc = tiktoken.get_encoding("o200k_base")
+    assert count_tokens(message, "gpt-4o") == len(enc.encode_ordinary(message))
+    calls = []
+    real = tokens._encoding("o200k_base")
+
+    class Spy:
+        def encode_ordinary(self, text):
+            calls.append(len(text))
+            return real.encode_ordinary(text)
+
+    assert tokens._count_runs(output, Spy(), "o200k_base") == len(enc.encode_ordinary(output))
+    assert 0 < sum(calls) < len(output) / 4
