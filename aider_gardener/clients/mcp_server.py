@@ -44,6 +44,10 @@ full-text only, 32.2 ms (p95 67.1) hybrid; the store's own recall in process too
 of that, the rest is the tool (matching lines, JSON) and the round trip. On a fresh store the
 first model load exports the ONNX file once (``store/embeddings.py``): the server answered
 hybrid after ~100 s there, full-text meanwhile.
+Those figures predate the rerank: ``recall`` is an explicit recall, so, like ``/recall``, it reads
+the fused top 20 again with ``store/rerank.py`` once the model is loaded (LoCoMo R@5 0.751 ->
+0.796; ~0.35 s per query idle, ~1 s at load 2-4.5); ``GARDENER_RERANK=off`` in the server's
+environment skips it.
 
 Never crash: a tool with bad input (unknown id, empty query, unknown class) or a store that is
 locked or unusable answers with a one-line tool error and the server keeps serving; a store that
@@ -218,7 +222,7 @@ class GardenerTools:
             hits = [(e, None) for e in by_id]
             search = "by id"
         else:
-            found = store.recall(query, classes=classes, limit=limit)
+            found = store.recall(query, classes=classes, limit=limit, rerank=True)  # as /recall
             entries_by_id = store.get_entries([h.entry_id for h in found])
             hits = [(entries_by_id[h.entry_id], h) for h in found if h.entry_id in entries_by_id]
         if full and hits:
