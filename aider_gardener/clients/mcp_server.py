@@ -439,23 +439,6 @@ def _search_mode(store: Any) -> str:
     return "hybrid"
 
 
-def _stems(query: str) -> list[str]:
-    """Query terms, lower-cased, with a crude stem for longer words (FTS5's porter matched
-    "failing" for "failed"; the matching lines should show that line too)."""
-    from ..store.db import query_terms
-
-    out: list[str] = []
-    for term in query_terms(query):
-        low = term.lower()
-        out.append(low)
-        if low.isalpha() and len(low) >= 5:
-            for suffix in ("ing", "ed", "es", "s"):
-                if low.endswith(suffix) and len(low) - len(suffix) >= 4:
-                    out.append(low[: -len(suffix)])
-                    break
-    return list(dict.fromkeys(out))
-
-
 def _matching_lines(text: str, query: str) -> tuple[list[dict[str, Any]], int, bool]:
     """The lines sharing the most query terms (in their order in the original), how many lines
     matched, and whether that count stopped at a bound (a term on more than
@@ -465,7 +448,9 @@ def _matching_lines(text: str, query: str) -> tuple[list[dict[str, Any]], int, b
     are then scored on every term, so the Python loop runs once per matching line and term
     instead of per line and term: on a 1.5 MB build log 50-70 ms per hit that way, more than
     the recall itself. A line holding every term is still found through the rarest one."""
-    terms = _stems(query)
+    from ..store.db import query_stems
+
+    terms = query_stems(query)
     if not terms:
         return [], 0, False
     body = text[:SCAN_CHARS]

@@ -60,27 +60,12 @@ def _split(args: str) -> tuple[set[str], list[str]]:
     return {w for w in words if w in FLAGS}, [w for w in words if w not in FLAGS]
 
 
-def _stems(query: str) -> list[str]:
-    """The query's search terms, lower-cased, with a crude stem for longer words (FTS5 matched
-    "failing" for "failed" through porter; the preview should find that line too)."""
-    from ..store.db import query_terms
-
-    out: list[str] = []
-    for term in query_terms(query):
-        low = term.lower()
-        out.append(low)
-        if low.isalpha() and len(low) >= 5:
-            for suffix in ("ing", "ed", "es", "s"):
-                if low.endswith(suffix) and len(low) - len(suffix) >= 4:
-                    out.append(low[: -len(suffix)])
-                    break
-    return list(dict.fromkeys(out))
-
-
 def matching_lines(text: str, query: str, limit: int = PREVIEW_LINES) -> tuple[list, int]:
     """([(line number, line)], how many lines matched): the lines sharing the most query
     terms, shown in their order in the original."""
-    terms = _stems(query)
+    from ..store.db import query_stems
+
+    terms = query_stems(query)
     if not terms:
         return [], 0
     scored = []

@@ -395,6 +395,21 @@ def query_terms(query: str) -> list[str]:
     return list(terms)
 
 
+def query_stems(query: str) -> list[str]:
+    """``query_terms`` lower-cased, with a crude stem for longer words: FTS5's porter matched
+    "failing" for "failed", and a preview of the matching lines should show that line too."""
+    out: list[str] = []
+    for term in query_terms(query):
+        low = term.lower()
+        out.append(low)
+        if low.isalpha() and len(low) >= 5:
+            for suffix in ("ing", "ed", "es", "s"):
+                if low.endswith(suffix) and len(low) - len(suffix) >= 4:
+                    out.append(low[: -len(suffix)])
+                    break
+    return list(dict.fromkeys(out))
+
+
 def build_match(query: str) -> str | None:
     """An FTS5 MATCH expression that cannot raise: each term quoted (FTS5 operators, quotes,
     ``*``, ``:``, ``-``, ``NEAR(`` become plain text), terms ORed so a natural-language question

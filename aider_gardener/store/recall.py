@@ -303,16 +303,9 @@ def _reranked(
 
 
 def _contexts(store: Any, ids: list[str]) -> dict[str, str]:
-    """The reply context the store indexed with each conversation turn (``db._context``)."""
-    if not ids or not hasattr(store, "read"):
-        return {}
-    marks = ",".join("?" * len(ids))
-    sql = f"SELECT id, context FROM entries WHERE id IN ({marks})"
-    try:
-        return dict(store.read(lambda c: c.execute(sql, ids).fetchall()))
-    except Exception as err:  # noqa: BLE001 - the turn alone still reranks
-        log.debug("gardener: reading reply contexts failed: %s", err)
-        return {}
+    """The reply context the store indexed with each conversation turn (``db._context``); the
+    turn alone still reranks without it."""
+    return _texts_by_id(store, "SELECT id, context FROM entries WHERE id IN ({})", ids)
 
 
 def _previous_entries(store: Any, ids: list[str]) -> dict[str, str]:
@@ -342,13 +335,19 @@ def _boost(entry: Any, now: float) -> float:
 
 
 def _chunk_texts(store: Any, chunk_ids: list[str]) -> dict[str, str]:
-    """The text of the best chunks, read from the store's queue table (chromadb keeps no text)."""
-    if not chunk_ids or not hasattr(store, "read"):
+    """The text of the best chunks, read from the store's queue table (chromadb keeps no text);
+    an excerpt is a nicety, so a failed read gives none."""
+    return _texts_by_id(
+        store, "SELECT chunk_id, text FROM chunks WHERE chunk_id IN ({})", chunk_ids
+    )
+
+
+def _texts_by_id(store: Any, sql: str, ids: list[str]) -> dict[str, str]:
+    if not ids or not hasattr(store, "read"):
         return {}
-    marks = ",".join("?" * len(chunk_ids))
-    sql = f"SELECT chunk_id, text FROM chunks WHERE chunk_id IN ({marks})"
+    query = sql.format(",".join("?" * len(ids)))
     try:
-        return dict(store.read(lambda c: c.execute(sql, chunk_ids).fetchall()))
-    except Exception as err:  # noqa: BLE001 - an excerpt is a nicety
-        log.debug("gardener: reading chunk excerpts failed: %s", err)
+        return dict(store.read(lambda c: c.execute(query, ids).fetchall()))
+    except Exception as err:  # noqa: BLE001 - callers treat a missing text as optional
+        log.debug("gardener: reading %s failed: %s", sql.split()[1:3], err)
         return {}

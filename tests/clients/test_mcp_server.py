@@ -601,10 +601,11 @@ def test_matching_lines_are_the_per_line_scan(outputs):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from aider_gardener.clients.mcp_server import MATCH_SCAN_LINES, _matching_lines, _stems
+    from aider_gardener.clients.mcp_server import MATCH_SCAN_LINES, _matching_lines
+    from aider_gardener.store.db import query_stems
 
     def reference(text, query):
-        terms, scored = _stems(query), []
+        terms, scored = query_stems(query), []
         for n, line in enumerate(text.split("\n"), 1):
             score = sum(1 for t in terms if t in line.lower())
             if score:
