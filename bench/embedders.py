@@ -221,6 +221,7 @@ def install(name: str, cache: Path) -> Callable[[], Any]:
     os.environ["GARDENER_TORCH_THREADS"] = "1"
     from aider_gardener.store import embeddings
 
+    os.environ[embeddings.MODEL_CACHE_ENV] = "store"  # the bench's own cache, not the user's
     embeddings.set_cache_dir(cache)
     if name == BASELINE:
         return lambda: None

@@ -386,7 +386,7 @@ def open_index(store_dir: Path, chroma_url: str | None = None) -> VectorIndex | 
         if importlib.util.find_spec("chromadb") is None:
             raise EmbeddingsUnavailable("chromadb is not installed")
         embeddings.check_available()
-        embeddings.set_cache_dir(store_dir)  # the ONNX export lives with the store
+        embeddings.set_cache_dir(store_dir)  # the ONNX export: the user's cache, else here
         if chroma_url:
             host, port, ssl = parse_url(chroma_url)
             name = os.environ.get(COLLECTION_ENV) or server_collection_name(store_dir)
