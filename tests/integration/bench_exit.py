@@ -63,3 +63,42 @@ def test_exit_time(benchmark, workspace, monkeypatch, case):
         f"\n{case}: /exit median {data[len(data) // 2]:.2f} s, max {data[-1]:.2f} s;"
         f" start to prompt median {starts[len(starts) // 2]:.2f} s"
     )
+
+
+RECALL_CASES = {
+    "rag": {},  # /recall reranks once the model is loaded (store/rerank.py)
+    "rag-no-rerank": {"GARDENER_RERANK": "off"},
+}
+
+
+@pytest.mark.parametrize("case", list(RECALL_CASES))
+def test_first_recall_time(benchmark, workspace, monkeypatch, case):
+    """The first ``/recall`` of a session, sent as soon as the prompt shows (goal <= 1 s: the
+    model preloads in the background, recall is full text until it is ready), after a ``/run``
+    that stored a 1,500-line log; timed from the command to the next prompt."""
+    for key, value in RECALL_CASES[case].items():
+        monkeypatch.setenv(key, value)
+    state: dict = {}
+
+    def setup():
+        if state.get("child") is not None:  # the previous round's session
+            state["child"].close(force=True)
+        child = spawn(workspace, "--gardener-vectors")
+        child.expect("\n> ")
+        child.sendline("/run sh import.sh")
+        child.expect("\n> ", timeout=120)
+        state["child"] = child
+        return (child,), {}
+
+    def recall(child):
+        child.sendline("/recall ZebraTimeout frobnicate")
+        child.expect("\n> ", timeout=60)
+
+    try:
+        benchmark.pedantic(recall, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=0)
+    finally:
+        child = state.get("child")
+        if child is not None:
+            child.close(force=True)
+    data = sorted(benchmark.stats.stats.data)
+    print(f"\n{case}: first /recall median {data[len(data) // 2]:.2f} s, max {data[-1]:.2f} s")
