@@ -1070,13 +1070,7 @@ def _ask_server(path: Path, event: str, raw: bytes) -> str | None:
         sock.settimeout(REPLY_TIMEOUT)
         sock.sendall(json.dumps(header).encode() + b"\n" + raw)
         sock.shutdown(socket.SHUT_WR)
-        chunks = []
-        while True:
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        data = b"".join(chunks)
+        data = _read_to_end(sock, 1 << 16)
         if not data.startswith(b"ok\n"):
             return None  # the server died mid-request: answer in process (ingest is idempotent)
         return data[3:].decode("utf-8", "replace")
@@ -1223,16 +1217,20 @@ def _remove_own(path: Path, inode: int | None) -> None:
             pass
 
 
+def _read_to_end(sock: Any, size: int) -> bytes:
+    """Everything the peer sends until it shuts its side (both ends write, then SHUT_WR)."""
+    chunks = []
+    while True:
+        chunk = sock.recv(size)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
 def _serve_one(conn: Any, home_env: dict, home_cwd: str) -> None:
     try:
         conn.settimeout(REPLY_TIMEOUT)
-        chunks = []
-        while True:
-            chunk = conn.recv(1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        data = b"".join(chunks)
+        data = _read_to_end(conn, 1 << 20)
         head, _, raw = data.partition(b"\n")
         meta = json.loads(head)
         env = meta.get("env") if isinstance(meta.get("env"), dict) else {}
