@@ -55,6 +55,14 @@ def _fmt_k(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
+def _request_model(name: str) -> None:
+    """``--gardener-embedder``: before the start-up line names the model and the preload loads
+    it (``store/model_choice.py``)."""
+    from ..store import model_choice
+
+    model_choice.request(name)
+
+
 def _preload_model(session: GardenerSession, coder: Any) -> bool:
     """Start loading the embedding model now, at Aider's start, instead of at the first message
     (issue 15: the first ``/recall`` paid for the load); the start-up line says so."""
@@ -120,6 +128,8 @@ class GardenerMixin:
                 session, self.main_model, getattr(self.summarizer, "max_tokens", 1024)
             )
             session.attach(self)
+            if session.config.vectors and session.config.embedder:
+                session.attempt("embedder", _request_model, session.config.embedder)
             if not session.stats["announced"]:  # once per process, not per mode switch
                 session.stats["announced"] = 1
                 from .status import startup_line

