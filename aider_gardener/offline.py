@@ -29,6 +29,13 @@ _DEFAULTS = {
 }
 
 
+def env(threads: int = 1) -> dict[str, str]:
+    """The switches above plus one thread count for every numeric library: the environment a
+    benchmark or test gives the processes it starts (the machine has few cores to share)."""
+    n = str(int(threads))
+    return {**_DEFAULTS, "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "GARDENER_TORCH_THREADS": n}
+
+
 def litellm_tiktoken_dir() -> Path | None:
     """litellm ships tiktoken's cl100k_base and o200k_base files under the names tiktoken caches
     them by, so pointing TIKTOKEN_CACHE_DIR there makes tiktoken load them without a download.

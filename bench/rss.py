@@ -281,19 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{opts.log}: not found (shared data absent); nothing measured", file=sys.stderr)
         return 0
     cases = [parse_case(c) for c in (opts.case or ["base"])]
-    for key, value in {
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "GARDENER_TORCH_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "ANONYMIZED_TELEMETRY": "False",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "AIDER_CHECK_UPDATE": "false",
-        "AIDER_ANALYTICS_DISABLE": "true",
-    }.items():
-        os.environ.setdefault(key, value)
     sys.path.insert(0, str(ROOT))
+    from aider_gardener import offline
+
+    for key, value in offline.env().items():
+        os.environ.setdefault(key, value)
     tmp = Path(tempfile.mkdtemp(prefix="bench-rss-"))
     results: dict[str, list[dict]] = {name: [] for name, _, _ in cases}
     try:

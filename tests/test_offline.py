@@ -30,3 +30,13 @@ def test_import_count_and_compress_with_network_disabled(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("OK")
+
+
+def test_env_for_child_processes_has_every_switch_and_one_thread():
+    from aider_gardener import offline
+
+    env = offline.env()
+    assert env["HF_HUB_OFFLINE"] == "1" and env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    assert env["AIDER_CHECK_UPDATE"] == "false" and env["ANONYMIZED_TELEMETRY"] == "False"
+    assert env["OMP_NUM_THREADS"] == env["GARDENER_TORCH_THREADS"] == "1"
+    assert offline.env(threads=2)["MKL_NUM_THREADS"] == "2"

@@ -17,22 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from aider_gardener import offline
 from aider_gardener.clients import project
 from aider_gardener.types import Source
 
 SERVER = Path(sys.executable).with_name("gardener-mcp")
 SIX = {"recall", "expand", "forget", "pin", "checkpoint", "context_pressure"}
-OFFLINE_ENV = {
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "GARDENER_TORCH_THREADS": "1",
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "AIDER_CHECK_UPDATE": "false",
-    "AIDER_ANALYTICS_DISABLE": "true",
-}
+OFFLINE_ENV = offline.env()
 # name -> the command a hook would record it under
 OUTPUTS = {
     "pytest_failures_typeerror__X_Ray_LLM.log": "pytest -x",
