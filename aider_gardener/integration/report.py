@@ -273,7 +273,25 @@ def show_pressure(coder: Any, session: GardenerSession, io: Any) -> None:
                 f"  {cls:<10} {v['count']:>5} entries {v['original']:>9,} -> {v['summary']:>8,}"
                 f"  ratio {v['ratio']:.3f}"
             )
+        line = _vectors_line(store, store_report.get("pending_embeddings", 0))
+        if line:
+            io.tool_output(line)
     io.tool_output("Recommendation: " + recommendation(live, coder))
+
+
+def _vectors_line(store: Any, pending: int) -> str:
+    """Which model semantic recall uses and whether indexing has caught up: after a switch of
+    ``--gardener-embedder`` the whole store is re-indexed, and this is where one sees how far."""
+    index = getattr(store, "vectors", None)
+    if index is None:
+        return "Semantic recall: off (full-text search only)."
+    from ..store import model_choice
+
+    name = model_choice.display_name(model_choice.active())
+    if not index.healthy:
+        return f"Semantic recall: {name}, unavailable now (full-text search only)."
+    waiting = f"{pending:,} chunks waiting to be indexed" if pending else "everything indexed"
+    return f"Semantic recall: {name}, {waiting}."
 
 
 def show_tokens(coder: Any, session: GardenerSession, io: Any) -> None:

@@ -252,6 +252,24 @@ def test_store_section_counts_this_session(make_coder, llm, script, capsys, tmp_
     out = flat(capsys.readouterr().out)
     assert "Store (this session): 1 entries" in out
     assert "the project's store holds 2 entries" in out
+    assert "Semantic recall: off (full-text search only)." in out
+
+
+def test_store_section_names_the_model_and_the_indexing_left(
+    make_coder, llm, script, capsys, tmp_path
+):
+    coder = make_coder(max_output=300, vectors=True)
+    coder.commands.cmd_run(script)
+    store = coder.gardener.store
+    pending = store.pending_count()
+    capsys.readouterr()
+    coder.commands.cmd_context_pressure("")
+    out = flat(capsys.readouterr().out)
+    assert "Semantic recall: all-MiniLM-L6-v2," in out
+    assert f"{pending:,} chunks waiting to be indexed" in out or "everything indexed" in out
+    store.drain(300)
+    coder.commands.cmd_context_pressure("")
+    assert "Semantic recall: all-MiniLM-L6-v2, everything indexed." in flat(capsys.readouterr().out)
 
 
 def test_tokens_is_aiders_own_when_the_gardener_is_off(make_coder, capsys):
