@@ -356,6 +356,7 @@ class GardenerTools:
             "by_class": project.get("by_class", {}),
             "pinned": project.get("pinned", 0),
             "pending_embeddings": project.get("pending_embeddings", 0),
+            "embedding_model": _model_name(store),
             "eviction_candidates": project.get("eviction_candidates", []),
             "client_context": usage,
             "recommendation": project.get("recommendation", ""),
@@ -424,6 +425,15 @@ def _and_copies(copies: list[str]) -> str:
 
 def _origin(entry: Any) -> str | None:
     return getattr(entry, "command", None) or getattr(entry, "path", None) or None
+
+
+def _model_name(store: Any) -> str | None:
+    """The store's embedding model (``model_choice``), None without vectors."""
+    if getattr(store, "vectors", None) is None:
+        return None
+    from ..store import model_choice
+
+    return model_choice.display_name(model_choice.active())
 
 
 def _search_mode(store: Any) -> str:

