@@ -104,6 +104,17 @@ def _hidden_note(entry: Any) -> str | None:
     return f"id={entry.id} is forgotten; /restore {entry.id} brings it back."
 
 
+def _full_text_only(store: Any) -> str:
+    """ " by full text only (...)" when vectors are on but could not answer this search, so
+    a miss is not read as "nothing similar is stored"; "" otherwise."""
+    index = getattr(store, "vectors", None)
+    if index is None or index.ready:
+        return ""
+    if not index.healthy:
+        return " by full text only (the vector index is unavailable)"
+    return " by full text only (the embedding model is still loading)"
+
+
 class RecallCommands:
     # -- /recall -------------------------------------------------------------------------------
 
@@ -118,13 +129,16 @@ class RecallCommands:
         if entries is None:  # a search
             query = " ".join(words)
             hits = store.recall(query, limit=RECALL_LIMIT, rerank=True)
+            note = _full_text_only(store)
             if not hits:
                 ids = [w for w in words if ENTRY_ID.match(w)]
                 for w in ids:
                     self.io.tool_error(f"No stored entry {w}.")
                 if not ids:
-                    self.io.tool_output(f"Nothing stored matches {query!r}.")
+                    self.io.tool_output(f"Nothing stored matches {query!r}{note}.")
                 return
+            if note:
+                self.io.tool_output(f"Searched{note}.")
             found = store.get_entries([h.entry_id for h in hits])
             entries = [found[h.entry_id] for h in hits if h.entry_id in found]
             excerpts = {h.entry_id: getattr(h, "excerpt", "") or h.text for h in hits}

@@ -154,7 +154,7 @@ def recall(
     if mode in ("hybrid", "fts"):
         rankings["fts"] = [eid for eid, _ in store.fts_search(query, n, wanted)]
     if mode in ("hybrid", "vector"):
-        rankings["vector"], excerpt_chunk = _vector_ranking(store, query, n)
+        rankings["vector"], excerpt_chunk = _vector_ranking(store, query, n, rerank is True)
 
     candidates = list(dict.fromkeys(eid for ranked in rankings.values() for eid in ranked))
     if not candidates:
@@ -216,7 +216,9 @@ def recall_vectors_only(store: Any, query: str, classes=None, limit: int = 5, fu
     return recall(store, query, classes, limit, full, mode="vector")
 
 
-def _vector_ranking(store: Any, query: str, n: int) -> tuple[list[str], dict[str, str]]:
+def _vector_ranking(
+    store: Any, query: str, n: int, explicit: bool = False
+) -> tuple[list[str], dict[str, str]]:
     """Entries in order of their best chunk's similarity, and that chunk's id per entry."""
     index = getattr(store, "vectors", None)
     if index is None or not index.healthy:
@@ -225,7 +227,12 @@ def _vector_ranking(store: Any, query: str, n: int) -> tuple[list[str], dict[str
     if worker is not None and getattr(worker, "alive", False) and not index.ready:
         # The worker is still loading the model or opening chromadb (seconds): a query now
         # would wait for it. Full text answers meanwhile (issue 15: first /recall <= 1 s).
-        return [], {}
+        # Except when the model is loaded already (the session preloads it at start) and a
+        # person asked: then only the collection is missing, because the store opened just now
+        # (a /recall before the first message), and opening it here costs a fraction of a
+        # second instead of a first /recall that finds nothing by meaning.
+        if not (explicit and _model_loaded() and index.warm()):
+            return [], {}
     hidden = getattr(store, "hidden_ids", None)
     exclude = sorted(hidden()) if hidden is not None else []
     try:
@@ -243,6 +250,12 @@ def _vector_ranking(store: Any, query: str, n: int) -> tuple[list[str], dict[str
             best_chunk[entry_id] = chunk_id
             ranked.append(entry_id)
     return ranked, best_chunk
+
+
+def _model_loaded() -> bool:
+    from . import embeddings
+
+    return embeddings.loaded()
 
 
 def _credit_previous(

@@ -332,3 +332,67 @@ def logged_mode(make_coder, repo):
         return coder, coder.gardener.meta(coder.cur_messages[-8]).entry_id
 
     return make
+
+
+DEPLOY = "The deploy failed because the database connection was refused."
+DEPLOY_QUERY = "release broke since postgres rejected the socket"  # no word in common
+
+
+def _stored_and_embedded(folder) -> str:
+    """A project store from an earlier session, everything embedded: the target's id."""
+    from aider_gardener.store import Store
+    from aider_gardener.types import ContentClass
+
+    with Store(folder, vectors=True, maintenance_interval=None) as earlier:
+        for text in ("Lunch is at noon on Fridays.", "Rename parse to parse_int in app.py."):
+            earlier.ingest(text, Source(role="user"), cls=ContentClass.PROSE)
+        target = earlier.ingest(DEPLOY, Source(role="user"), cls=ContentClass.PROSE).id
+        assert earlier.drain(300) == 0
+        assert earlier.recall(DEPLOY_QUERY, limit=3, mode="fts") == []
+    return target
+
+
+def test_a_first_recall_after_the_model_loaded_searches_by_meaning(
+    make_coder, capsys, tmp_path, monkeypatch
+):
+    """The session preloads the model at start but opens its store at first use: a /recall
+    before any message opened the store then and found nothing by meaning, however long the
+    user had waited (found trying --gardener-embedder in a terminal)."""
+    import threading
+
+    from aider_gardener.store import embeddings
+    from aider_gardener.store.worker import EmbeddingWorker
+
+    target = _stored_and_embedded(tmp_path / "store")
+    embeddings.load()  # what the start-up preload has done by now
+    # the new store's worker has not opened chromadb yet when the /recall comes (in a real
+    # terminal that took ~3 s): hold it back until the recall is done
+    gate = threading.Event()
+    real = EmbeddingWorker._warm
+    monkeypatch.setattr(EmbeddingWorker, "_warm", lambda self: (gate.wait(30), real(self))[1])
+    coder = make_coder(vectors=True)
+    assert coder.gardener.store is None  # nothing sent yet: /recall opens it
+    capsys.readouterr()
+    try:
+        coder.commands.cmd_recall(DEPLOY_QUERY)
+    finally:
+        gate.set()
+    out = capsys.readouterr().out
+    assert target in out and "full text only" not in out
+
+
+def test_a_recall_while_the_model_loads_says_it_searched_full_text_only(
+    make_coder, capsys, tmp_path, monkeypatch
+):
+    from aider_gardener.store import embeddings
+
+    _stored_and_embedded(tmp_path / "store")
+    monkeypatch.setattr(embeddings, "loaded", lambda: False)  # still loading (seconds)
+    coder = make_coder(vectors=True)
+    capsys.readouterr()
+    coder.commands.cmd_recall(DEPLOY_QUERY)
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"Nothing stored matches {DEPLOY_QUERY!r} by full text only (the embedding model is"
+        " still loading)." in out
+    )

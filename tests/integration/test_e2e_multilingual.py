@@ -177,7 +177,13 @@ def test_a_restart_without_the_flag_keeps_the_stores_model(workspace):
     try:
         child.expect(STARTUP_E5)
         _prompt(child)
-        _ask(child, "Díky, zkusím to znovu zítra.")  # opens the store; its chunk goes to e5 too
+        # the first thing typed is a /recall, a moment after start (the model preloads in
+        # ~0.1 s): it searches by meaning, not full text only (it once opened the store and
+        # found nothing by meaning however long one waited)
+        time.sleep(3)
+        ids, listed = _recall_ids(child, PARAPHRASE)
+        assert ids and ids[0] == _czech_id(repo) and "full text only" not in listed, listed
+        _ask(child, "Díky, zkusím to znovu zítra.")  # its chunk goes to e5 too
         _wait_indexed(repo, 2 + len(DISTRACTORS))
         ids, listed = _recall_ids(child, PARAPHRASE)
         assert ids and ids[0] == _czech_id(repo), listed
