@@ -16,6 +16,7 @@ medians and p95 in the table, start-up times in extra_info and on stdout).
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 import pytest
@@ -102,3 +103,59 @@ def test_first_recall_time(benchmark, workspace, monkeypatch, case):
             child.close(force=True)
     data = sorted(benchmark.stats.stats.data)
     print(f"\n{case}: first /recall median {data[len(data) // 2]:.2f} s, max {data[-1]:.2f} s")
+
+
+def _wait_indexed(repo, limit: float = 600) -> None:
+    db = repo / ".aider.gardener" / "store.sqlite"
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with sqlite3.connect(db) as conn:
+            if not conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]:
+                return
+        time.sleep(0.5)
+    raise AssertionError("the store was not indexed in time")
+
+
+@pytest.mark.parametrize("case", list(RECALL_CASES))
+def test_first_recall_before_any_message_time(benchmark, workspace, case, monkeypatch):
+    """A later session's first ``/recall``, typed before any message once the model has loaded
+    (3 s after the prompt): the store opens for it and, the model being ready, the recall opens
+    chromadb itself instead of answering by full text only (store/recall.py)."""
+    for key, value in RECALL_CASES[case].items():
+        monkeypatch.setenv(key, value)
+    first = spawn(workspace, "--gardener-vectors")  # an earlier session stored the log
+    first.expect("\n> ")
+    first.sendline("/run sh import.sh")
+    first.expect("\n> ", timeout=120)
+    _wait_indexed(workspace[0])  # also what makes the model ready: its export, once per user
+    first.sendline("/exit")
+    first.expect(pexpect.EOF, timeout=60)
+    first.close()
+    state: dict = {}
+
+    def setup():
+        if state.get("child") is not None:
+            state["child"].close(force=True)
+        child = spawn(workspace, "--gardener-vectors")
+        child.expect("\n> ")
+        time.sleep(3)
+        state["child"] = child
+        return (child,), {}
+
+    def recall(child):
+        child.sendline("/recall ZebraTimeout frobnicate")
+        child.expect("/recall ID --add puts an original", timeout=60)
+        assert "full text only" not in child.before, child.before[-600:]
+        child.expect("\n> ", timeout=60)
+
+    try:
+        benchmark.pedantic(recall, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=0)
+    finally:
+        child = state.get("child")
+        if child is not None:
+            child.close(force=True)
+    data = sorted(benchmark.stats.stats.data)
+    print(
+        f"\n{case}: first /recall before any message median {data[len(data) // 2]:.2f} s,"
+        f" max {data[-1]:.2f} s"
+    )
