@@ -432,9 +432,14 @@ class EmbeddingWorker:
     def _note_ready(self, seconds: float) -> None:
         from . import embeddings
 
+        from . import model_choice
+
+        how = embeddings.backend() or "loaded"
+        if model_choice.active() != model_choice.DEFAULT:  # say which, when it was chosen
+            how = f"{embeddings.model_name()} via {how}"
+        took = f"{seconds:.1f} s" if seconds >= 0.1 else "<0.1 s"
         self._note(
-            f"gardener: embedding model ready ({embeddings.backend() or 'loaded'},"
-            f" {seconds:.1f} s); /recall searches by meaning too"
+            f"gardener: embedding model ready ({how}, {took}); /recall searches by meaning too"
         )
 
     def _run(self) -> None:

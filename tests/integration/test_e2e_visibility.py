@@ -172,7 +172,7 @@ def test_background_model_load_and_indexing_are_announced(workspace, monkeypatch
     child = _spawn(workspace, "--gardener-vectors")
     screen = io.StringIO()
     child.logfile_read = screen
-    ready = r"gardener: embedding model ready \([\w-]+, [\d.]+ s\)"
+    ready = r"gardener: embedding model ready \([\w-]+, <?[\d.]+ s\)"
     done = r"gardener: background indexing done \(\d+ chunks in \d+ s\)"
     try:
         child.expect(r"semantic recall \(embedding model loading in the background; full-text")

