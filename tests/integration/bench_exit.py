@@ -95,14 +95,7 @@ def test_first_recall_time(benchmark, workspace, monkeypatch, case):
         child.sendline("/recall ZebraTimeout frobnicate")
         child.expect("\n> ", timeout=60)
 
-    try:
-        benchmark.pedantic(recall, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=0)
-    finally:
-        child = state.get("child")
-        if child is not None:
-            child.close(force=True)
-    data = sorted(benchmark.stats.stats.data)
-    print(f"\n{case}: first /recall median {data[len(data) // 2]:.2f} s, max {data[-1]:.2f} s")
+    _recall_rounds(benchmark, setup, recall, state, f"{case}: first /recall")
 
 
 def _wait_indexed(repo, limit: float = 600) -> None:
@@ -148,6 +141,12 @@ def test_first_recall_before_any_message_time(benchmark, workspace, case, monkey
         assert "full text only" not in child.before, child.before[-600:]
         child.expect("\n> ", timeout=60)
 
+    _recall_rounds(benchmark, setup, recall, state, f"{case}: first /recall before any message")
+
+
+def _recall_rounds(benchmark, setup, recall, state: dict, label: str) -> None:
+    """ROUNDS timed recalls, each in the session ``setup`` started (kept in ``state`` so the
+    last one is closed too); prints the median and the max."""
     try:
         benchmark.pedantic(recall, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=0)
     finally:
@@ -155,7 +154,4 @@ def test_first_recall_before_any_message_time(benchmark, workspace, case, monkey
         if child is not None:
             child.close(force=True)
     data = sorted(benchmark.stats.stats.data)
-    print(
-        f"\n{case}: first /recall before any message median {data[len(data) // 2]:.2f} s,"
-        f" max {data[-1]:.2f} s"
-    )
+    print(f"\n{label} median {data[len(data) // 2]:.2f} s, max {data[-1]:.2f} s")

@@ -165,13 +165,18 @@ def test_e5_is_named_at_start_and_recall_finds_a_czech_message_by_an_inflected_p
         store.close()
 
 
-def test_a_restart_without_the_flag_keeps_the_stores_model(workspace):
-    repo = workspace[0]
+def _e5_session_ended(workspace) -> None:
+    """The e5 session above, exited: what a later session finds."""
     child = _e5_session(workspace)
     try:
         _exit(child)
     finally:
         child.close(force=True)
+
+
+def test_a_restart_without_the_flag_keeps_the_stores_model(workspace):
+    repo = workspace[0]
+    _e5_session_ended(workspace)
 
     child = _spawn(workspace)  # no --gardener-embedder: the store's marker decides
     try:
@@ -197,11 +202,7 @@ def test_a_restart_without_the_flag_keeps_the_stores_model(workspace):
 
 def test_switching_back_to_minilm_says_so_and_requeues_every_chunk(workspace):
     repo = workspace[0]
-    child = _e5_session(workspace)
-    try:
-        _exit(child)
-    finally:
-        child.close(force=True)
+    _e5_session_ended(workspace)
     chunks = _query(repo, "SELECT count(*) FROM chunks")[0][0]
 
     child = _spawn(workspace, "--gardener-embedder", "minilm")
