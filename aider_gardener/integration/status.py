@@ -58,6 +58,12 @@ def _model_words(path: Path) -> str:
     from ..store import model_choice
 
     key = model_choice.resolve(path.parent)
+    before = model_choice.recorded(path.parent)
+    if before is not None and before != key:  # the flag chose the other model: say so now
+        return (
+            f" with {model_choice.display_name(key)} (was {model_choice.display_name(before)}:"
+            " the store re-indexes in the background)"
+        )
     if key == model_choice.DEFAULT:
         return ""
     return f" with {model_choice.display_name(key)}"

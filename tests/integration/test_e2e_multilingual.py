@@ -43,7 +43,10 @@ def _words(text: str) -> str:
 
 
 STARTUP_E5 = _words(f"semantic recall with {E5} (embedding model loading in the background;")
-STARTUP_DEFAULT = _words("semantic recall (embedding model loading in the background;")
+STARTUP_SWITCH = _words(
+    f"semantic recall with {MINILM} (was {E5}: the store re-indexes in the background)"
+    " (embedding model loading in the background;"
+)
 SWITCHED = (
     _words(f"gardener: embedding model is now {MINILM} (was {E5}): re-indexing")
     + r"\s+(\d+)\s+"
@@ -207,7 +210,7 @@ def test_switching_back_to_minilm_says_so_and_requeues_every_chunk(workspace):
 
     child = _spawn(workspace, "--gardener-embedder", "minilm")
     try:
-        child.expect(STARTUP_DEFAULT)  # the explicit choice, not the store's e5
+        child.expect(STARTUP_SWITCH)  # the explicit choice, not the store's e5, said at start
         _prompt(child)
         child.sendline("What does parse return for an empty string?")
         child.expect(SWITCHED)  # printed when the first message opens the store
