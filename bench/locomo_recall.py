@@ -36,7 +36,10 @@ The ``rerank`` row is hybrid recall as an explicit ``/recall`` runs it, the fuse
 again by ``store/rerank.py`` (MaxSim over MiniLM's token states): 0.410 / 0.796 / 0.865 against
 hybrid 0.384 / 0.751 / 0.855 in the same run (13.6 ms per hybrid query, 1.0 s per reranked one
 at a load average of 2-4.5 on two cores; 37 ms and 2.4 s at ~14). With the rerank row the run
-takes ~12 min instead of ~1.5 at that load.
+takes ~12 min instead of ~1.5 at that load. Those were float32 weights; with the int8 weights
+sessions now load (``embeddings.quantize``), one run after the other at load ~1: hybrid 0.386 /
+0.751 / 0.857 (float32 0.384 / 0.750 / 0.855), rerank 0.410 / 0.790 / 0.865 (float32 0.410 /
+0.796 / 0.865; ``GARDENER_EMBED_QUANT=off``), 507 vs 546 ms per reranked query.
 
 ``--longmemeval`` runs the same over the LongMemEval derivative in ``memory_bench`` (three
 haystacks of ~40 sessions, 26 questions; a question is recalled when a top-k turn belongs to one

@@ -64,7 +64,9 @@ at @5). Weighting that column 1.5-3x instead of 1x lowered @5 (0.737-0.741).
 An explicit recall (``/recall``; ``rerank=True``) then reads the fused top ``rerank.DEPTH``
 again, token by token (MaxSim over MiniLM's token states, ``store/rerank.py``), and fuses that
 rank with the first stage's: LoCoMo hybrid R@1/@5/@10 0.384 / 0.751 / 0.855 -> 0.410 / 0.796 /
-0.865; the LongMemEval derivative (session-level, 26 questions) stays at 0.962 at every k. It
+0.865 (float32 weights; 0.410 / 0.790 / 0.865 with the int8 weights sessions load since, the
+token states being more sensitive to them than the pooled vectors, whose hybrid row is
+unchanged); the LongMemEval derivative (session-level, 26 questions) stays at 0.962 at every k. It
 costs one MiniLM pass over ~20 short texts per query, so per-turn RAG does not use it (see that
 module for the trade-off and ``GARDENER_RERANK``).
 

@@ -430,9 +430,7 @@ class EmbeddingWorker:
             )
 
     def _note_ready(self, seconds: float) -> None:
-        from . import embeddings
-
-        from . import model_choice
+        from . import embeddings, model_choice
 
         how = embeddings.backend() or "loaded"
         if model_choice.active() != model_choice.DEFAULT:  # say which, when it was chosen
