@@ -739,8 +739,8 @@ class Store:
         return (
             f"gardener: embedding model is now {model_choice.display_name(key)} (was"
             f" {model_choice.display_name(previous)}): re-indexing {queued:,}"
-            f" chunk{'' if queued == 1 else 's'} in the background; full-text recall finds them"
-            " meanwhile"
+            f" chunk{'' if queued == 1 else 's'} in the background; full-text recall finds"
+            f" {'it' if queued == 1 else 'them'} meanwhile"
         )
 
     def _register_session(self) -> None:
