@@ -433,7 +433,7 @@ def _model_name(store: Any) -> str | None:
         return None
     from ..store import model_choice
 
-    return model_choice.display_name(model_choice.active())
+    return model_choice.active_name()
 
 
 def _search_mode(store: Any) -> str:

