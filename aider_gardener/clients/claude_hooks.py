@@ -79,20 +79,35 @@ Speed
     process per event (``GARDENER_HOOKD=0``) wall 1980 / 2697 ms, CPU 663 / 699 ms; ``handle`` in
     process wall 132 / 224 ms, CPU 17 / 35 ms. Wall time on an idle machine should come close to
     the CPU time, i.e. within the 200 ms p95 through the server (not measured: no idle machine
-    here); under that load it is not.
+    here); under that load it is not. Answering each request in a forked child (so that none can
+    wedge the server) costs ~10 ms of server CPU: the same 20 payloads sent straight to the
+    socket of each server in turn, twice, at load ~2.6 on another day, wall median 349 / p95
+    475 ms and server CPU 200 / 250 ms, against 330 / 512 and 190 / 230 ms for the server that
+    answered one request at a time itself.
 
 Never break Claude Code
     Any internal error is one line in ``<store>/hooks.log`` and an empty answer; the exit code is
     0 unless blocking was meant (never, today). Input over ``MAX_STDIN`` bytes is drained and
     ignored (a 100 MB tool output would cost seconds and hundreds of MB to parse in a hook).
+
+Reads only what it should
+    A hook's input names files, which the hook reads with the user's rights: a cut output's
+    ``persistedOutputPath`` is read only inside the session's own tool-results folder (after
+    symlinks), ``transcript_path`` only when it is a regular file (opened without blocking: a
+    FIFO there would hang its reader), and a project whose store folder is not this user's own
+    to write (someone else's checkout) gets no store and no answer, only a line in
+    ``~/.local/state/aider-gardener/hooks.log``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
 import os
 import re
+import stat
 import sys
 import time
 import traceback
@@ -188,26 +203,79 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1, default=str)
 
 
-def _persisted(path: Any) -> str | None:
-    """The whole output Claude Code saved to a file when it cut ``stdout`` (over 30,000
-    characters, 2.1.x: ``persistedOutputPath``); None when there is no such readable file."""
-    if not isinstance(path, str) or not path:
+def _open_regular(path: Any, flags: int = 0) -> Any:
+    """``path`` opened for reading (binary) when it is a regular file, else None. Opened without
+    blocking, so a FIFO or a device put there cannot hang the hook, and checked on the open file,
+    so nothing swapped in between a check and the read gets read."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
         return None
     try:
-        if os.path.getsize(path) > MAX_STDIN:
-            return None
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags)
+    except (OSError, ValueError):
         return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return os.fdopen(fd, "rb")
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+_SESSION_NAME = re.compile(r"[A-Za-z0-9][\w.-]*")
+
+
+def tool_results_dir(transcript_path: Any) -> Path | None:
+    """Where Claude Code saved this session's cut outputs: 2.1.x keeps the transcript as
+    ``~/.claude/projects/<project>/<session id>.jsonl`` and the outputs in
+    ``<session id>/tool-results/`` beside it. None when the transcript's name is no session id
+    (then no saved output is read)."""
+    if not isinstance(transcript_path, (str, os.PathLike)) or not str(transcript_path):
+        return None
+    path = Path(transcript_path)
+    if not _SESSION_NAME.fullmatch(path.stem):
+        return None
+    return path.parent / path.stem / "tool-results"
+
+
+def _persisted(path: Any, tool_results: Path | None) -> str | None:
+    """The whole output Claude Code saved to a file when it cut ``stdout`` (over 30,000
+    characters, 2.1.x: ``persistedOutputPath``); None when there is no such readable file.
+
+    The path comes with the hook's input, so it is read only inside the session's own
+    tool-results folder, after symlinks: a hook must not be a way to copy ``~/.ssh`` or ``/etc``
+    into the store (and into the model's context)."""
+    if not isinstance(path, str) or not path:
+        return None
+    real = os.path.realpath(path)
+    base = os.path.realpath(tool_results) if tool_results is not None else None
+    if base is None or real == base or os.path.commonpath([real, base]) != base:
+        log.warning(
+            "gardener: persistedOutputPath %s is not in this session's tool-results folder"
+            " (%s): not read",
+            path,
+            tool_results,
+        )
+        return None
+    fh = _open_regular(real, getattr(os, "O_NOFOLLOW", 0))
+    if fh is None:
+        return None
+    with fh:
+        if os.fstat(fh.fileno()).st_size > MAX_STDIN:
+            return None
+        data = fh.read()
     # Claude Code's own stdout drops the trailing newline; the same output must get the same id
     # whether or not it was long enough to be saved to a file.
     return data.decode("utf-8", "surrogateescape").rstrip("\n")
 
 
-def tool_output(tool_name: str, tool_input: Any, tool_response: Any) -> ToolOutput | None:
+def tool_output(
+    tool_name: str, tool_input: Any, tool_response: Any, tool_results: Path | None = None
+) -> ToolOutput | None:
     """What a tool call's result is, as text to store; None when there is nothing to store (an
-    edit, a task-list update, the gardener's own tools, an empty result)."""
+    edit, a task-list update, the gardener's own tools, an empty result). ``tool_results``: the
+    session's folder of saved outputs (``tool_results_dir``), the only place a cut output's
+    whole text is read from."""
     name = str(tool_name or "")
     if not name or name in SKIPPED or OWN_TOOL.match(name):
         return None
@@ -222,7 +290,7 @@ def tool_output(tool_name: str, tool_input: Any, tool_response: Any) -> ToolOutp
             code = int(m.group(1))
     elif name in ("Bash", "PowerShell", "BashOutput") and isinstance(resp, dict):
         out, err = str(resp.get("stdout") or ""), str(resp.get("stderr") or "")
-        out = _persisted(resp.get("persistedOutputPath")) or out
+        out = _persisted(resp.get("persistedOutputPath"), tool_results) or out
         text = out + ("\n" if out and err else "") + err
         if isinstance(resp.get("exitCode"), int):
             code = resp["exitCode"]
@@ -311,10 +379,11 @@ def _max_output() -> int:
 
 def claude_version(transcript_path: Any) -> tuple[int, int, int] | None:
     """The Claude Code version that writes this transcript (its records carry ``version``)."""
-    if not transcript_path:
+    fh = _open_regular(transcript_path)
+    if fh is None:
         return None
     try:
-        with open(transcript_path, "rb") as fh:
+        with fh:
             size = fh.seek(0, os.SEEK_END)
             fh.seek(max(0, size - VERSION_SCAN))
             tail = fh.read()
@@ -384,7 +453,8 @@ def _hook_output(event: str, **fields: Any) -> dict:
 
 def post_tool_use(payload: dict) -> dict:
     name = str(payload.get("tool_name") or "")
-    out = tool_output(name, payload.get("tool_input"), payload.get("tool_response"))
+    results = tool_results_dir(payload.get("transcript_path"))
+    out = tool_output(name, payload.get("tool_input"), payload.get("tool_response"), results)
     if out is None:
         return {}
     from ..types import Source
@@ -640,9 +710,8 @@ def stop(payload: dict) -> dict:
 
 
 def _records(path: Any):
-    try:
-        fh = open(path, "rb")
-    except (OSError, TypeError):
+    fh = _open_regular(path)
+    if fh is None:
         return
     with fh:
         for line in fh:
@@ -687,6 +756,7 @@ def facts_from_transcript(path: Any, root: Path, tracker: Any = None, lookup: An
     from ..continuity.tracker import FactTracker
 
     tracker = tracker or FactTracker()
+    results = tool_results_dir(path)
     uses: dict[str, tuple[str, dict]] = {}
     turn = 0
     for record in _records(path):
@@ -712,7 +782,7 @@ def facts_from_transcript(path: Any, root: Path, tracker: Any = None, lookup: An
                 elif block.get("type") == "tool_result":
                     name, args = uses.get(block.get("tool_use_id"), ("", {}))
                     result = record.get("toolUseResult", block.get("content"))
-                    _observe_result(tracker, name, args, result, block, turn, root, lookup)
+                    _observe_result(tracker, name, args, result, block, turn, root, lookup, results)
         elif record.get("type") == "assistant" and isinstance(content, list):
             for block in content:
                 if not isinstance(block, dict):
@@ -728,7 +798,7 @@ def facts_from_transcript(path: Any, root: Path, tracker: Any = None, lookup: An
 _HANDLE_ID = re.compile(r"\[full output stored: id=([a-z2-7]{10})\]")
 
 
-def _observe_result(tracker, name, args, result, block, turn, root, lookup) -> None:
+def _observe_result(tracker, name, args, result, block, turn, root, lookup, results) -> None:
     from ..pipeline import entry_id
 
     if name in ("Edit", "MultiEdit", "Write", "NotebookEdit"):
@@ -739,7 +809,7 @@ def _observe_result(tracker, name, args, result, block, turn, root, lookup) -> N
             created = [path] if isinstance(result, dict) and result.get("type") == "create" else []
             tracker.on_edit_applied([path], turn, created=created)
         return
-    out = tool_output(name, args, result)
+    out = tool_output(name, args, result, results)
     if out is None:
         return
     if name == "Read":
@@ -893,7 +963,54 @@ def handle(event: str, payload: dict) -> dict:
     fn = HANDLERS.get(event)
     if fn is None or not isinstance(payload, dict):
         return {}
-    return fn(payload)
+    store_dir = _store_dir(payload)
+    if not _own_folder(store_dir):
+        _log_line(
+            store_dir,
+            event,
+            f"{store_dir} is not this user's to write (someone else's project?): no store"
+            " made there, nothing answered",
+        )
+        return {}
+    return fn(_regular_transcript(event, payload, store_dir))
+
+
+def _own_folder(folder: Path) -> bool:
+    """Whether a hook may write in ``folder`` (the store's), or, before it exists, in the
+    nearest folder above it that does (where it would be made): only when it is this user's own
+    and writable. A hook run in someone else's checkout must leave nothing there; root passes
+    every ``os.access`` check, hence the owner."""
+    folder = Path(folder)
+    for candidate in (folder, *folder.parents):
+        try:
+            info = os.stat(candidate)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        return info.st_uid == os.getuid() and os.access(candidate, os.W_OK)
+    return False
+
+
+def _regular_transcript(event: str, payload: dict, store_dir: Path) -> dict:
+    """The payload without a ``transcript_path`` that is not a regular file now: a FIFO there
+    blocks its reader until someone writes to it, a number would read a file descriptor. This
+    module's readers check again on the file they open (``_open_regular``); ``transcript.py``'s
+    open it plainly, so a FIFO swapped in between can still block one of those: the server's
+    alarm, or Claude Code's own timeout, ends that hook."""
+    path = payload.get("transcript_path")
+    if path is None or path == "":
+        return payload
+    try:
+        mode = os.stat(path).st_mode if isinstance(path, str) else 0
+    except FileNotFoundError:
+        return {**payload, "transcript_path": None}  # not written yet: nothing to read
+    except (OSError, ValueError):
+        mode = 0
+    if stat.S_ISREG(mode):
+        return payload
+    _log_line(store_dir, event, f"transcript_path {path!r} is not a regular file: not read")
+    return {**payload, "transcript_path": None}
 
 
 def render(event: str, answer: dict) -> str:
@@ -904,9 +1021,12 @@ def render(event: str, answer: dict) -> str:
 
 
 def _log_line(store_dir: Path | None, event: str, message: str) -> None:
-    """One line in ``<store>/hooks.log``; never raises."""
+    """One line in ``<store>/hooks.log`` (in the user's own log folder, ``_user_log_dir``, when
+    the store's is not this user's to write); never raises."""
     try:
         folder = store_dir or _store_dir({})
+        if not _own_folder(folder):
+            folder = _user_log_dir()
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = folder / LOG_NAME
         try:
@@ -920,6 +1040,13 @@ def _log_line(store_dir: Path | None, event: str, message: str) -> None:
             fh.write(f"{stamp} {event or '?'} {line}\n")
     except Exception:  # noqa: BLE001 - the log is the last resort
         pass
+
+
+def _user_log_dir() -> Path:
+    """Where a hook logs what has no store of its own to go to: ``$XDG_STATE_HOME/aider-gardener``
+    (default ``~/.local/state/aider-gardener``)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "aider-gardener"
 
 
 class _LogHandler(logging.Handler):
@@ -1001,10 +1128,16 @@ def answer(event: str, raw: bytes) -> str:
 # 200 ms PostToolUse budget, on every tool call. So the first hook of a session starts a server
 # in the background (one per user, interpreter and code version, on a Unix socket in a private
 # 0700 folder) and answers its own event in process; later hooks hand their stdin to the server,
-# which runs the same ``answer`` with the caller's working directory and gardener/Claude
-# environment variables, and print its reply. The server exits after ``SERVER_IDLE`` seconds
-# without a request, or at its next check (every ``GARDENER_HOOKD_CHECK`` seconds, 30) once its
-# socket is removed or taken. ``GARDENER_HOOKD=0`` turns it off (every event in its own process).
+# which answers each request in a child forked from its warm process (the same ``answer``, with
+# the caller's working directory and gardener/Claude environment variables), and print its
+# reply. The server exits after ``SERVER_IDLE`` seconds without a request, or at its next check
+# (every ``GARDENER_HOOKD_CHECK`` seconds, 30) once its socket is removed or taken.
+# ``GARDENER_HOOKD=0`` turns it off (every event in its own process).
+#
+# Nothing one request does can wedge it: the server only accepts and forks; a child's reads
+# have a deadline, and the kernel ends a child that is still running when its client stopped
+# waiting (``SIGALRM``); the client waits ``reply_wait(event)``, a third of its hook's timeout
+# in hooks.json, then answers in process with the two thirds left.
 SERVER_ENV = "GARDENER_HOOKD"
 SERVER_DIR_ENV = "GARDENER_HOOKD_DIR"
 SERVER_IDLE = 900.0
@@ -1012,7 +1145,11 @@ SERVER_CHECK = 30.0  # seconds between checks that the socket is still this serv
 SERVER_CHECK_ENV = "GARDENER_HOOKD_CHECK"  # that interval, in seconds (tests shorten it)
 CONNECT_TIMEOUT = 0.5
 SPAWN_BACKOFF = 30.0
-REPLY_TIMEOUT = 100.0  # under the hooks' own timeouts (30-120 s in hooks.json)
+REQUEST_TIMEOUT = 5.0  # for a whole request to arrive (a client sends it at once)
+HOOKS_JSON = Path(__file__).resolve().parent / "claude_plugin" / "hooks" / "hooks.json"
+HOOK_TIMEOUT = 30.0  # seconds, should hooks.json not say
+WAIT_SHARE = 1 / 3  # of its hook's timeout, what a client waits for the server
+MAX_REQUESTS = 16  # children at once; past that a client answers in process
 ENV_PREFIXES = ("GARDENER_", "AIDER_GARDENER_", "CLAUDE_", "XDG_")
 ENV_NAMES = ("HOME",)
 _CODE_FILES = ("clients/claude_hooks.py", "pipeline.py", "store/db.py", "clients/project.py")
@@ -1055,10 +1192,36 @@ def _client_env() -> dict:
     return {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
 
 
+@functools.lru_cache(maxsize=None)
+def _hook_timeouts() -> dict[str, float]:
+    """Each event's timeout in the plugin's hooks.json (its smallest, should it list several)."""
+    try:
+        data = json.loads(HOOKS_JSON.read_text(encoding="utf-8"))
+        timeouts: dict[str, float] = {}
+        for event, groups in data["hooks"].items():
+            for spec in (spec for group in groups for spec in group["hooks"]):
+                value = float(spec["timeout"])
+                timeouts[event] = min(timeouts.get(event, value), value)
+        return timeouts
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def reply_wait(event: str) -> float:
+    """How long a hook waits for the server before answering in process: a third of the
+    timeout Claude Code gives its hook (the smallest one for an event hooks.json does not
+    name), so a stuck server still leaves two thirds of it for the answer in process."""
+    timeouts = _hook_timeouts()
+    timeout = timeouts.get(event) or min(timeouts.values(), default=HOOK_TIMEOUT)
+    return timeout * WAIT_SHARE
+
+
 def _ask_server(path: Path, event: str, raw: bytes) -> str | None:
-    """The server's reply, or None when there is no server to ask (start one then)."""
+    """The server's reply, or None when there is none within ``reply_wait(event)`` seconds (no
+    server, a dead or a stuck one): the hook then answers in process (ingest is idempotent)."""
     import socket
 
+    deadline = time.monotonic() + reply_wait(event)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT)
@@ -1067,12 +1230,12 @@ def _ask_server(path: Path, event: str, raw: bytes) -> str | None:
         except OSError:
             return None
         header = {"event": event, "cwd": os.getcwd(), "env": _client_env()}
-        sock.settimeout(REPLY_TIMEOUT)
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
         sock.sendall(json.dumps(header).encode() + b"\n" + raw)
         sock.shutdown(socket.SHUT_WR)
-        data = _read_to_end(sock, 1 << 16)
+        data = _read_to_end(sock, 1 << 16, deadline)
         if not data.startswith(b"ok\n"):
-            return None  # the server died mid-request: answer in process (ingest is idempotent)
+            return None  # the request failed or was ended in the server
         return data[3:].decode("utf-8", "replace")
     except OSError:
         return None
@@ -1119,8 +1282,11 @@ def _check_interval() -> float:
 def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> int:
     """Answer hook requests on the Unix socket ``path`` until ``idle`` seconds pass without
     one, or until the socket is removed or taken by another server (checked every ``check``
-    seconds, default ``GARDENER_HOOKD_CHECK`` or 30). One request at a time: each is ~0.1 s,
-    and SQLite serializes writers anyway."""
+    seconds, default ``GARDENER_HOOKD_CHECK`` or 30).
+
+    Each request is answered in a child forked from this warm process (a few ms): the loop
+    here only accepts, so no request waits on another, and each has its own environment and
+    working directory. SQLite serializes the children's writes."""
     import fcntl
     import socket
 
@@ -1151,14 +1317,14 @@ def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> 
         finally:
             os.umask(old_umask)
         sock.listen(64)
-        sock.settimeout(min(idle, check))
         inode = path.stat().st_ino
         Path(f"{path}.pid").write_text(str(os.getpid()))
         os.chdir("/")  # hold no project folder (a test's temp folder, a removed worktree)
-        home_env = dict(os.environ)
-        home_cwd = "/"
+        running: set[int] = set()
         last = time.monotonic()
         while True:
+            _reap(running)
+            sock.settimeout(0.1 if running else min(idle, check))  # reap children soon
             try:
                 conn, _ = sock.accept()
             except socket.timeout:
@@ -1170,13 +1336,40 @@ def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> 
                 except OSError:
                     return 0  # the socket (or its folder) was removed
                 continue
-            with conn:
-                _serve_one(conn, home_env, home_cwd)
             last = time.monotonic()
+            with conn:
+                if len(running) >= MAX_REQUESTS:
+                    _log_line(_user_log_dir(), "server", "too many requests at once: one refused")
+                    continue  # its client answers in process
+                try:
+                    pid = os.fork()
+                except OSError as err:
+                    _log_line(_user_log_dir(), "server", f"cannot fork ({err}): one refused")
+                    continue
+                if pid == 0:
+                    _serve_child(conn, sock, lock)
+                running.add(pid)
     finally:
         sock.close()
         _remove_own(path, inode)
         lock.close()
+
+
+def _reap(running: set[int]) -> None:
+    """Collect the children that have ended; one the alarm ended is logged (its client had
+    stopped waiting and answered in process)."""
+    import signal
+
+    for pid in list(running):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done, status = pid, 0
+        if not done:
+            continue
+        running.discard(pid)
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM:
+            _log_line(_user_log_dir(), "server", "a request outlived its client's wait: ended")
 
 
 def _exit_cleanly_on_signals() -> None:
@@ -1217,41 +1410,62 @@ def _remove_own(path: Path, inode: int | None) -> None:
             pass
 
 
-def _read_to_end(sock: Any, size: int) -> bytes:
-    """Everything the peer sends until it shuts its side (both ends write, then SHUT_WR)."""
+def _read_to_end(sock: Any, size: int, deadline: float) -> bytes:
+    """Everything the peer sends until it shuts its side (both ends write, then SHUT_WR);
+    TimeoutError once ``deadline`` (``time.monotonic``) passes, so a peer that stops sending
+    cannot hold the reader."""
     chunks = []
     while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the peer stopped sending")
+        sock.settimeout(left)
         chunk = sock.recv(size)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
 
 
-def _serve_one(conn: Any, home_env: dict, home_cwd: str) -> None:
+def _serve_child(conn: Any, listener: Any, lock: Any) -> None:
+    """One request in a child of the server; never returns. The child lets go of what is the
+    server's (its socket, its lock: a lingering child must not keep a new server from
+    starting), and ends as signals say, never through the server's clean-up."""
+    import signal
+
     try:
-        conn.settimeout(REPLY_TIMEOUT)
-        data = _read_to_end(conn, 1 << 20)
+        listener.close()
+        lock.close()
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
+            signal.signal(sig, signal.SIG_DFL)
+        _serve_one(conn)
+    finally:
+        os._exit(0)
+
+
+def _serve_one(conn: Any) -> None:
+    """Read the request within ``REQUEST_TIMEOUT``, take on the caller's working directory and
+    environment, and answer it. The kernel ends the process (``SIGALRM``) once the client has
+    stopped waiting, whatever the handler is stuck in."""
+    import signal
+
+    try:
+        data = _read_to_end(conn, 1 << 20, time.monotonic() + REQUEST_TIMEOUT)
         head, _, raw = data.partition(b"\n")
         meta = json.loads(head)
+        event = str(meta.get("event") or "")
+        signal.alarm(math.ceil(reply_wait(event)))
         env = meta.get("env") if isinstance(meta.get("env"), dict) else {}
         for key in [k for k in os.environ if k.startswith(ENV_PREFIXES) or k in ENV_NAMES]:
             os.environ.pop(key)
         os.environ.update({str(k): str(v) for k, v in env.items()})
         try:
-            os.chdir(meta.get("cwd") or home_cwd)
-        except OSError:
-            os.chdir(home_cwd)
-        out = answer(str(meta.get("event") or ""), raw)
-        conn.sendall(b"ok\n" + out.encode("utf-8", "surrogateescape"))
-    except Exception as err:  # noqa: BLE001 - one bad request must not end the server
-        _log_line(None, "server", f"request failed ({type(err).__name__}: {err})")
-    finally:
-        os.environ.clear()
-        os.environ.update(home_env)
-        try:
-            os.chdir(home_cwd)
+            os.chdir(meta.get("cwd") or "/")
         except OSError:
             pass
+        out = answer(event, raw)
+        conn.sendall(b"ok\n" + out.encode("utf-8", "surrogateescape"))
+    except Exception as err:  # noqa: BLE001 - logged; the client answers in process
+        _log_line(_user_log_dir(), "server", f"request failed ({type(err).__name__}: {err})")
 
 
 def main(argv: list[str] | None = None) -> int:

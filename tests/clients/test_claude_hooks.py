@@ -11,9 +11,11 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -114,12 +116,19 @@ def wait_for_server(folder: Path, timeout: float = 60.0) -> Path:
     raise AssertionError(f"no hook server socket in {folder}")
 
 
-def run_hook(event: str, payload, cwd: Path, raw: bytes | None = None) -> tuple[int, str, str]:
+def run_hook(
+    event: str, payload, cwd: Path, raw: bytes | None = None, timeout: float = 120
+) -> tuple[int, str, str]:
     if not HOOK.exists():
         pytest.skip(f"console script not installed: {HOOK}")
     data = raw if raw is not None else json.dumps(payload).encode()
     proc = subprocess.run(
-        [str(HOOK), event], input=data, capture_output=True, cwd=cwd, timeout=120, env=os.environ
+        [str(HOOK), event],
+        input=data,
+        capture_output=True,
+        cwd=cwd,
+        timeout=timeout,
+        env=os.environ,
     )
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
@@ -281,21 +290,92 @@ def test_old_claude_code_gets_a_note_not_a_replacement(repo, tmp_path):
     assert entry_id(text) in spec["additionalContext"]
 
 
-def test_output_claude_code_cut_is_read_whole_from_its_file(tmp_path):
-    whole = "".join(f"line {i}: FAILED tests/test_x.py::test_{i}\n" for i in range(2000))
-    saved = tmp_path / "tool-results" / "b1.txt"
-    saved.parent.mkdir()
-    saved.write_text(whole)  # as the command printed it; Claude Code's stdout drops the last \n
-    resp = {
-        "stdout": whole[:30000],
+SESSION = "0b6c3a52-6a7e-4f4e-9d2a-1c2b3d4e5f60"
+
+
+def claude_session(home: Path, sid: str = SESSION) -> tuple[Path, Path]:
+    """A transcript and its tool-results folder where Claude Code 2.1.x keeps them:
+    ``~/.claude/projects/<sanitized cwd>/<session>.jsonl`` and ``<session>/tool-results/``."""
+    project = home / ".claude" / "projects" / "-work-proj"
+    results = project / sid / "tool-results"
+    results.mkdir(parents=True)
+    path = project / f"{sid}.jsonl"
+    path.write_text(json.dumps({"type": "user", "version": "2.1.332"}) + "\n")
+    return path, results
+
+
+def cut_bash(stdout: str, saved: str) -> dict:
+    """Bash's result as Claude Code gives it for an output past its cut."""
+    return {
+        "stdout": stdout,
         "stderr": "",
         "interrupted": False,
-        "persistedOutputPath": str(saved),
-        "persistedOutputSize": len(whole),
+        "persistedOutputPath": saved,
+        "persistedOutputSize": 99_999,
     }
-    assert tool_output("Bash", {"command": "pytest"}, resp).text == whole.rstrip("\n")
-    resp["persistedOutputPath"] = str(tmp_path / "gone.txt")  # deleted since: what we have
-    assert tool_output("Bash", {"command": "pytest"}, resp).text == whole[:30000]
+
+
+def test_output_claude_code_cut_is_read_whole_from_its_sessions_folder(repo):
+    path, results = claude_session(Path(os.environ["HOME"]))
+    whole = "".join(f"line {i}: FAILED tests/test_x.py::test_{i}\n" for i in range(2000))
+    saved = results / "b1.txt"
+    saved.write_text(whole)  # as the command printed it; Claude Code's stdout drops the last \n
+    resp = cut_bash(whole[:30000], str(saved))
+    assert tool_output("Bash", {}, resp, tool_results=results).text == whole.rstrip("\n")
+    payload = {
+        "session_id": SESSION,
+        "transcript_path": str(path),
+        "cwd": str(repo),
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest"},
+        "tool_response": resp,
+    }
+    handle("PostToolUse", payload)
+    with store_of(repo) as store:
+        assert store.get(entry_id(whole.rstrip("\n"))).original == whole.rstrip("\n")
+    resp["persistedOutputPath"] = str(results / "gone.txt")  # deleted since: what we have
+    assert tool_output("Bash", {}, resp, tool_results=results).text == whole[:30000]
+
+
+@pytest.mark.parametrize("where", ["etc", "ssh", "symlink", "dotdot", "other session"])
+def test_persisted_output_outside_the_sessions_folder_is_not_read(repo, tmp_path, where):
+    """``persistedOutputPath`` comes with the hook's input: read only inside this session's
+    tool-results folder (after symlinks), else one log line and the output as given."""
+    home = Path(os.environ["HOME"])
+    path, results = claude_session(home)
+    secret = "".join(f"gardener-test-secret {i}\n" for i in range(2000))
+    ssh = home / ".ssh" / "id_rsa"
+    ssh.parent.mkdir()
+    ssh.write_text(secret)
+    outside = tmp_path / "outside.txt"
+    outside.write_text(secret)
+    (results / "link.txt").symlink_to(outside)
+    _, elsewhere = claude_session(home, "1f2e3d4c-0000-4000-8000-000000000000")
+    (elsewhere / "b9.txt").write_text(secret)
+    target = {
+        "etc": "/etc/passwd",
+        "ssh": str(ssh),
+        "symlink": str(results / "link.txt"),
+        "dotdot": f"{results}/{os.path.relpath(outside, results)}",
+        "other session": str(elsewhere / "b9.txt"),
+    }[where]
+    assert ".." in target or where != "dotdot"
+    cut = "".join(f"collected item {i}\n" for i in range(20)).rstrip("\n")
+    payload = {
+        "session_id": SESSION,
+        "transcript_path": str(path),
+        "cwd": str(repo),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest"},
+        "tool_response": cut_bash(cut, target),
+    }
+    claude_hooks.answer("PostToolUse", json.dumps(payload).encode())
+    with store_of(repo) as store:
+        assert store.get(entry_id(cut)).original == cut
+        assert store.get(entry_id(Path(target).read_text().rstrip("\n"))) is None
+    (line,) = log_lines(repo)
+    assert "persistedOutputPath" in line and "not read" in line
 
 
 def test_replacements_keep_each_tools_result_shape():
@@ -732,8 +812,10 @@ def test_measure_post_tool_use_p95(repo, server_dir, capsys):
     cpu: dict[str, list[float]] = {name: [] for name in names}
 
     def server_cpu() -> float:
+        """The server's and its ended children's (one per request, reaped within 0.1 s)."""
+        time.sleep(0.3)
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
     def children_cpu() -> float:
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -1084,3 +1166,201 @@ def test_warm_server_removes_its_files_on_sigterm(server_dir):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# --- reading only what it should; a server that cannot be wedged ---
+
+
+@pytest.fixture
+def hook_server(server_dir):
+    """A warm hook server of this test's own: a real subprocess on a real socket, ready (its
+    pid file is written once it listens) and stopped at the end."""
+    sock = server_dir / "hookd-own.sock"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aider_gardener.clients.claude_hooks", "--serve", str(sock)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(f"{sock}.pid").exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "no hook server"
+            time.sleep(0.05)
+        yield sock
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def ask_within(sock: Path, event: str, payload: dict, seconds: float) -> str | None:
+    """The server's reply through the hooks' own client (None: it answered nothing), failing
+    the test when the client is still waiting after ``seconds``."""
+    got: dict = {}
+
+    def ask() -> None:
+        got["reply"] = claude_hooks._ask_server(sock, event, json.dumps(payload).encode())
+
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    asker.join(seconds)
+    assert not asker.is_alive(), f"no answer to {event} within {seconds} s"
+    return got["reply"]
+
+
+def bash_payload(root: Path, n: int, lines: int = 50) -> dict:
+    text = "\n".join(
+        f"FAILED tests/test_{n}.py::test_case_{i} - AssertionError" for i in range(lines)
+    )
+    return {
+        "session_id": f"b{n}",
+        "cwd": str(root),
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest"},
+        "tool_response": {"stdout": text, "stderr": "", "interrupted": False},
+    }
+
+
+def test_a_fifo_as_transcript_is_not_read_and_wedges_no_server(repo, tmp_path, hook_server):
+    """A FIFO at ``transcript_path`` blocked the server's read for good, and with it every
+    later hook of every session."""
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    payload = {
+        "session_id": "f1",
+        "transcript_path": str(fifo),
+        "cwd": str(repo),
+        "prompt": "why does the build fail on the tokenizer?",
+    }
+    assert ask_within(hook_server, "UserPromptSubmit", payload, 15) is not None
+    (line,) = log_lines(repo)
+    assert str(fifo) in line and "not a regular file" in line
+    after = bash_payload(repo, 1)
+    assert ask_within(hook_server, "PostToolUse", after, 15) is not None
+    with store_of(repo) as store:
+        text = after["tool_response"]["stdout"]
+        assert store.get(entry_id(text)).original == text
+
+
+def test_readers_give_nothing_for_a_fifo_rather_than_block(repo, tmp_path):
+    """What passed the check at the door may be a FIFO by the time it is opened: the readers
+    check the file they opened, and a FIFO gives them nothing instead of blocking them."""
+    fifo = tmp_path / "swapped.jsonl"
+    os.mkfifo(fifo)
+    _, results = claude_session(Path(os.environ["HOME"]))
+    os.mkfifo(results / "b2.txt")
+    got: dict = {}
+
+    def read() -> None:
+        got["version"] = claude_hooks.claude_version(str(fifo))
+        got["facts"] = len(claude_hooks.facts_from_transcript(str(fifo), repo).book)
+        resp = cut_bash("cut", str(results / "b2.txt"))
+        got["output"] = tool_output("Bash", {}, resp, tool_results=results).text
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "a reader blocked on a FIFO"
+    assert got == {"version": None, "facts": 0, "output": "cut"}
+
+
+def test_a_project_the_user_cannot_write_gets_no_store(repo, monkeypatch):
+    """Someone else's repository (a folder without write permission; as root, where that does
+    not stop writes, one owned by another user): no store is made there, the hook answers
+    nothing and says why in the user's own log."""
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    payload = bash_payload(repo, 2, lines=3000)  # big enough for an answer (a note) elsewhere
+    info = repo.stat()
+    os.chmod(repo, 0o555)
+    if os.getuid() == 0:
+        os.chown(repo, 65534, 65534)
+    try:
+        code, out, err = run_hook("PostToolUse", payload, repo)
+    finally:
+        os.chown(repo, info.st_uid, info.st_gid)
+        os.chmod(repo, 0o755)
+    assert code == 0 and out == "", err
+    assert not (repo / ".aider.gardener").exists()
+    user_log = Path(os.environ["HOME"]) / ".local" / "state" / "aider-gardener" / "hooks.log"
+    (line,) = user_log.read_text().splitlines()
+    assert str(repo) in line and "PostToolUse" in line
+
+
+def test_a_stalled_request_does_not_hold_up_the_next(repo, hook_server):
+    """A client that sends half a request and stops: the next request is answered at once, and
+    the server drops the stalled one by itself (its reads have a timeout)."""
+    stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stalled.connect(str(hook_server))
+    stalled.sendall(b'{"event": "PostToolUse", "cwd"')
+    try:
+        payload = bash_payload(repo, 3)
+        assert ask_within(hook_server, "PostToolUse", payload, 15) is not None
+        with store_of(repo) as store:
+            text = payload["tool_response"]["stdout"]
+            assert store.get(entry_id(text)).original == text
+        stalled.settimeout(30)
+        assert stalled.recv(100) == b""  # closed, no answer
+    finally:
+        stalled.close()
+
+
+def hook_timeouts() -> dict[str, float]:
+    data = json.loads(
+        Path(claude_hooks.__file__)
+        .with_name("claude_plugin")
+        .joinpath("hooks", "hooks.json")
+        .read_text()
+    )
+    return {
+        event: min(h["timeout"] for group in groups for h in group["hooks"])
+        for event, groups in data["hooks"].items()
+    }
+
+
+def test_the_client_waits_at_most_a_third_of_its_hooks_timeout():
+    timeouts = hook_timeouts()
+    assert set(timeouts) == set(claude_hooks.EVENTS)
+    for event, timeout in timeouts.items():
+        assert 0 < claude_hooks.reply_wait(event) <= timeout / 3, event
+    assert claude_hooks.reply_wait("") <= min(timeouts.values()) / 3
+
+
+def test_the_hook_answers_in_process_when_its_server_does_not(repo, server_dir):
+    """A server that takes the request and never answers (a real socket where the hook looks
+    for its own): the hook gives up on it in time and answers in process, within the timeout
+    Claude Code gives it in hooks.json."""
+    path = claude_hooks.server_path()
+    Path(f"{path}.spawned").touch()  # no other server is started for this one's socket
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(8)
+    taken: list = []
+
+    def hold() -> None:
+        while True:
+            try:
+                taken.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=hold, daemon=True).start()
+    payload = bash_payload(repo, 4, lines=3000)
+    try:
+        code, out, err = run_hook(
+            "PostToolUse", payload, repo, timeout=hook_timeouts()["PostToolUse"]
+        )
+    finally:
+        listener.close()
+        for conn in taken:
+            conn.close()
+    assert taken, "the hook never asked the server"
+    assert code == 0, err
+    spec = valid_hook_json(out, "PostToolUse")["hookSpecificOutput"]
+    text = payload["tool_response"]["stdout"]
+    assert f"stored as id={entry_id(text)}" in spec["additionalContext"]
+    with store_of(repo) as store:
+        assert store.get(entry_id(text)).original == text
