@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator
 
+from ..redact import redact
+
 # kind -> what a fact of that kind records
 KINDS = {
     "goal": "the user's latest substantive request",
@@ -48,6 +50,12 @@ class Fact:
     superseded_by: int | None = None
     detail: dict[str, Any] = field(default_factory=dict)
     session: str | None = None  # the session that produced it (set for facts read back on resume)
+
+    def __post_init__(self) -> None:
+        # Facts travel: into every request's state block, checkpoints, the next session. A key
+        # in a command line or an error line stays in the stored original only (redact.py).
+        self.key, self.text = redact(self.key), redact(self.text)
+        self.detail = _redacted(self.detail)
 
     @property
     def live(self) -> bool:
@@ -103,6 +111,7 @@ class FactBook:
         no-op that returns the existing fact, so the book (and the state block) stays stable."""
         if kind not in KINDS:
             raise ValueError(f"unknown fact kind {kind!r}")
+        key, text, detail = redact(key), redact(text), _redacted(detail or {})
         current = self.current(kind, key)
         if (
             current is not None
@@ -121,15 +130,16 @@ class FactBook:
         """Change a live fact's status/text/detail in place (e.g. an error becoming resolved)."""
         for name, value in changes.items():
             if name == "detail":
-                fact.detail.update(value)
+                fact.detail.update(_redacted(value))
             else:
-                setattr(fact, name, value)
+                setattr(fact, name, redact(value) if isinstance(value, str) else value)
         self.version += 1
         return fact
 
     def find(
         self, kind: str | None = None, key: str | None = None, live: bool = True
     ) -> list[Fact]:
+        key = None if key is None else redact(key)  # keys are stored redacted
         return [
             f
             for f in self._facts
@@ -154,3 +164,7 @@ class FactBook:
     @classmethod
     def from_list(cls, items: Iterable[dict[str, Any]]) -> "FactBook":
         return cls(Fact.from_dict(item) for item in items)
+
+
+def _redacted(detail: dict[str, Any]) -> dict[str, Any]:
+    return {k: redact(v) if isinstance(v, str) else v for k, v in detail.items()}
