@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
+from ..redact import redact
 from . import extract
 from .facts import Fact, FactBook
 from .state import current_goal, error_line, file_line, one_line, order_key, recall_suffix
@@ -48,6 +50,7 @@ NONE_RECORDED = "none recorded"
 FILE_OPS_CHANGED = ("edited", "created")
 
 MAX_BYTES = 4 << 20  # a checkpoint is a few KB; anything this big is not one of ours
+FUTURE_SLACK_SECONDS = 300.0  # clock adjustments; a checkpoint from later than this is not ours
 STALE_TEMP_SECONDS = 3600.0
 _TEMP_PREFIX = ".checkpoint-"
 _TEMP_SUFFIX = ".tmp"
@@ -224,7 +227,7 @@ def render_checkpoint(
         "session": one_line(str(session)),
         "project": one_line(str(project)),
         "verified": False,
-        "note": one_line(note) or None,
+        "note": redact(one_line(note)) or None,
     }
     return _front_matter(meta) + "\n" + render_body(book)
 
@@ -610,14 +613,26 @@ def prune(
 
 
 def read_checkpoint(path: Path) -> Checkpoint:
-    """Parse the file at ``path``; CheckpointError says what is wrong with it."""
+    """Parse the file at ``path``; CheckpointError says what is wrong with it. Only a regular
+    file is opened, without blocking: a FIFO or a device named as a checkpoint must not hang
+    the session."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise CheckpointError(f"larger than {MAX_BYTES >> 20} MB")
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise CheckpointError(f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CheckpointError("not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise CheckpointError(f"larger than {MAX_BYTES >> 20} MB")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
     if b"\x00" in raw:
         raise CheckpointError("binary data, not text")
     try:
@@ -631,24 +646,74 @@ def _log_warning(message: str) -> None:
     log.warning("%s", message)
 
 
+def same_project(a: str | Path, b: str | Path) -> bool:
+    """Two project paths name the same folder (symlinks and trailing slashes aside)."""
+    if not str(a).strip() or not str(b).strip():
+        return False
+    return os.path.realpath(os.path.expanduser(str(a))) == os.path.realpath(
+        os.path.expanduser(str(b))
+    )
+
+
+def _created_at(checkpoint: Checkpoint) -> float | None:
+    try:
+        return (
+            datetime.strptime(checkpoint.created, _CREATED).replace(tzinfo=timezone.utc).timestamp()
+        )
+    except ValueError:
+        return None
+
+
+def why_unusable(checkpoint: Checkpoint, project: str | None, now: float | None = None) -> str:
+    """Why a checkpoint must not be taken as this project's latest ("" when it may): one of
+    another project, or one dated in the future, which would stay "latest" for ever. Both are
+    what a planted or copied file looks like."""
+    if project is not None and not same_project(checkpoint.project, project):
+        return f"of another project ({checkpoint.project or 'none named'})"
+    made = _created_at(checkpoint)
+    now = time.time() if now is None else now
+    if made is not None and made > now + FUTURE_SLACK_SECONDS:
+        return f"dated in the future ({checkpoint.created})"
+    named = _name_time(checkpoint.path) if checkpoint.path is not None else None
+    if named is not None:
+        stamp = datetime.strptime(named[0], _STAMP).replace(tzinfo=timezone.utc).timestamp()
+        if stamp > now + FUTURE_SLACK_SECONDS:
+            return f"named for a future time ({checkpoint.path.name})"
+    return ""
+
+
 def load_latest(
     folder: Path,
     *,
     warn: Callable[[str], None] = _log_warning,
     project: str | None = None,
+    now: float | None = None,
 ) -> Checkpoint | None:
-    """The newest valid checkpoint (of ``project`` if given), or None. Each corrupt file met on
-    the way is reported through ``warn`` in one line and skipped."""
+    """The newest valid checkpoint of ``project`` (any project when None), or None. Corrupt
+    files, other projects' checkpoints and future-dated ones met on the way are skipped and
+    reported through ``warn`` in one line."""
+    skipped: list[str] = []
+    found = None
     for path in list_checkpoints(folder):
         try:
             checkpoint = read_checkpoint(path)
         except CheckpointError as exc:
-            warn(f"skipping corrupt checkpoint {path}: {exc}")
+            skipped.append(f"{path.name} (corrupt: {exc})")
             continue
-        if project is not None and checkpoint.project != project:
+        reason = why_unusable(checkpoint, project, now)
+        if reason:
+            skipped.append(f"{path.name} ({reason})")
             continue
-        return checkpoint
-    return None
+        found = checkpoint
+        break
+    if skipped:
+        shown = "; ".join(skipped[:3]) + (f"; +{len(skipped) - 3} more" if len(skipped) > 3 else "")
+        warn(f"gardener: skipped {_plural(len(skipped), 'checkpoint')}: {shown}")
+    return found
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 # --------------------------------------------------------------------------- across sessions
@@ -714,28 +779,45 @@ def describe_counts(book: FactBook, kinds: Sequence[str] | None = None) -> str:
     return ", ".join(parts) or "no facts"
 
 
-def find_checkpoint(folder: Path, name: str, base: Path | None = None) -> Path:
-    """The checkpoint ``/resume NAME`` means: a path to a file (absolute, or relative to the
-    working directory or to ``base``, the project root), else a file in ``folder`` by its name,
-    with or without ``.md``, or by a prefix of it that only one checkpoint has. Raises
-    CheckpointError saying what matched."""
+def find_checkpoint(folder: Path, name: str, base: Path | None = None) -> Checkpoint:
+    """The checkpoint ``/resume NAME`` means: a file in ``folder`` by its name, with or without
+    ``.md``, or by a prefix of it that only one checkpoint has; else a path (absolute, or
+    relative to the working directory or to ``base``, the project root) to a file that parses as
+    a checkpoint. Raises CheckpointError saying what matched. A path that is not a checkpoint
+    gets the same answer whether or not the file exists: /resume is no way to probe the disk."""
     raw = name.strip().strip("'\"")
     if not raw:
         raise CheckpointError("no checkpoint name given")
-    given = Path(raw).expanduser()
-    for candidate in (given, *([Path(base) / given] if base and not given.is_absolute() else [])):
-        if candidate.is_file():
-            return candidate
     folder = Path(folder)
-    names = [p.name for p in list_checkpoints(folder)]
-    bare = given.name
-    for exact in (bare, bare + ".md"):
-        if exact in names:
-            return folder / exact
-    matches = [n for n in names if n.startswith(bare)]
-    if len(matches) == 1:
-        return folder / matches[0]
-    if not matches:
-        raise CheckpointError(f"no checkpoint named {raw!r} in {folder} (/checkpoints lists them)")
-    shown = ", ".join(matches[:5]) + (f" and {len(matches) - 5} more" if len(matches) > 5 else "")
-    raise CheckpointError(f"{raw!r} matches {len(matches)} checkpoints: {shown}")
+    paths = list_checkpoints(folder)
+    names = [p.name for p in paths]
+    given = Path(raw).expanduser()
+    in_folder = None
+    if not given.is_absolute() and len(given.parts) == 1:
+        bare = given.name
+        for exact in (bare, bare + ".md"):
+            if exact in names:
+                in_folder = folder / exact
+                break
+        else:
+            matches = [n for n in names if n.startswith(bare)]
+            if len(matches) > 1:
+                shown = ", ".join(matches[:5])
+                more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+                raise CheckpointError(f"{raw!r} matches {len(matches)} checkpoints: {shown}{more}")
+            if matches:
+                in_folder = folder / matches[0]
+    if in_folder is not None:
+        return read_checkpoint(in_folder)  # ours: say what is wrong with it
+    candidates = [given]
+    if base and not given.is_absolute():
+        candidates.append(Path(base) / given)
+    for candidate in candidates:
+        try:
+            return read_checkpoint(candidate)
+        except CheckpointError:
+            continue
+    raise CheckpointError(
+        f"no checkpoint named {raw!r} in {folder} and no checkpoint file at that path"
+        " (/checkpoints lists them)"
+    )

@@ -113,12 +113,7 @@ class ContinuityCommands:
         if session is None:
             self.io.tool_error("The gardener is off in this session.")
             return
-        from ..continuity.checkpoint import (
-            CheckpointError,
-            find_checkpoint,
-            load_latest,
-            read_checkpoint,
-        )
+        from ..continuity.checkpoint import CheckpointError, find_checkpoint
 
         keeper = session.keeper()
         coder = self.coder
@@ -126,10 +121,9 @@ class ContinuityCommands:
         folder = self._checkpoint_folder(session)
         try:
             if target:
-                path = find_checkpoint(folder, target, base=getattr(coder, "root", None))
-                checkpoint = read_checkpoint(path)
+                checkpoint = find_checkpoint(folder, target, base=getattr(coder, "root", None))
             else:
-                checkpoint = load_latest(folder, warn=self.io.tool_warning)
+                checkpoint = keeper.latest(coder)
         except (CheckpointError, OSError) as err:
             self.io.tool_error(f"Cannot resume from {target}: {err}")
             return

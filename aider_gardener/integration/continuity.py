@@ -36,6 +36,7 @@ from ..continuity.checkpoint import (
     describe_counts,
     load_latest,
     render_checkpoint,
+    same_project,
     write_checkpoint,
 )
 from ..continuity.facts import Fact, FactBook
@@ -112,7 +113,7 @@ class Continuity:
         self.install_signals()
         latest = None
         if self.folder.is_dir():
-            latest = load_latest(self.folder, warn=coder.io.tool_warning)
+            latest = self.latest(coder)
         if latest is not None and self.session.config.resume:
             self.resume(coder, latest)
             return
@@ -120,6 +121,13 @@ class Continuity:
             self._carry(coder, latest)
         self._chat_files(coder)
         self._start_version = self._checkpointed_version = self.tracker.book.version
+
+    def latest(self, coder: Any) -> Checkpoint | None:
+        """This project's newest checkpoint: one of another project (a store folder shared by
+        several, or a planted file) or dated in the future is skipped, and said so in one line."""
+        folder = self.folder or checkpoint_folder(self.session, coder)
+        project = self.project or str(getattr(coder, "root", "") or "")
+        return load_latest(folder, warn=coder.io.tool_warning, project=project or None)
 
     def _carry(self, coder: Any, latest: Checkpoint) -> None:
         carried = carried_facts(latest.facts)
@@ -167,6 +175,12 @@ class Continuity:
             f"gardener: resumed from checkpoint {checkpoint.created} ({size} facts{kept});"
             " the earlier session is in the store: /recall QUERY"
         )
+        project = self.project or str(getattr(coder, "root", "") or "")
+        if project and not same_project(checkpoint.project, project):
+            coder.io.tool_warning(
+                f"gardener: that checkpoint is of another project ({checkpoint.project});"
+                " only its files inside this one are restored"
+            )
         self._restore_files(coder)
         self._chat_files(coder)
         self._start_version = self._checkpointed_version = self.tracker.book.version
@@ -180,23 +194,24 @@ class Continuity:
         return [f for f in self.tracker.book.find() if f.session is None and f.kind != "file"]
 
     def _restore_files(self, coder: Any) -> None:
-        """Add the checkpoint's in-chat files that still exist (editable ones only inside the
-        project, as Aider's /add; read-only ones anywhere, as /read-only); say which came back
-        and which are missing (those become ``dropped``: they are not in the chat)."""
+        """Add the checkpoint's in-chat files back, under the rules of Aider's own /add: only
+        files inside the repository after resolving symlinks, not under ``.git`` or the store,
+        not aiderignored, not gitignored (unless ``--add-gitignore-files``). A checkpoint is a
+        file anyone can edit or plant; it must never put ``~/.ssh/id_rsa`` in the chat. Say in
+        one line which came back and which were skipped and why (those become ``dropped``)."""
         root = Path(getattr(coder, "root", None) or ".").resolve()
         editable = {str(Path(p).resolve()) for p in getattr(coder, "abs_fnames", ())}
         read_only = {str(Path(p).resolve()) for p in getattr(coder, "abs_read_only_fnames", ())}
         added: list[str] = []
         added_ro: list[str] = []
-        missing: list[str] = []
+        skipped: dict[str, list[str]] = {}
         for fact in sorted(self.tracker.book.find("file"), key=order_key):
             op = fact.detail.get("op")
             if op not in CHAT_OPS and op != READ_ONLY_OP:
                 continue
-            path = (root / Path(fact.key).expanduser()).resolve()
-            inside = op == READ_ONLY_OP or path.is_relative_to(root)
-            if not inside or not path.is_file():
-                missing.append(fact.key)
+            path, why = _restorable(coder, root, fact.key)
+            if why:
+                skipped.setdefault(why, []).append(fact.key)
                 continue
             full = str(path)
             if full in editable or full in read_only:
@@ -209,17 +224,19 @@ class Continuity:
                 coder.abs_fnames.add(full)
                 editable.add(full)
                 added.append(fact.key)
-        if missing:
-            self.tracker.on_files_dropped(missing, self.session.turn)
+        dropped = [key for keys in skipped.values() for key in keys]
+        if dropped:
+            self.tracker.on_files_dropped(dropped, self.session.turn)
         parts = []
         if added:
             parts.append(f"back in the chat: {_listing(added)}")
         if added_ro:
             parts.append(f"read-only: {_listing(added_ro)}")
-        if missing:
-            parts.append(f"missing, not added: {_listing(missing)}")
         if parts:
             coder.io.tool_output("gardener: files " + "; ".join(parts))
+        if skipped:
+            why = "; ".join(f"{_listing(keys)} ({reason})" for reason, keys in skipped.items())
+            coder.io.tool_warning(f"gardener: files not restored: {why}")
 
     def persist(self) -> int:
         """Facts go to the store's ``facts`` table (with their turn and source entry) as they
@@ -320,7 +337,8 @@ class Continuity:
         try:
             path = self.checkpoint(coder, "exit", note=reason)
         except CheckpointError as err:
-            log.warning("gardener: exit checkpoint not saved: %s", err)
+            # said once, on screen: a warning logged as well reached the terminal a second time
+            # through logging's last-resort handler
             _say(coder, f"gardener: exit checkpoint not saved: {err}")
             return None
         _say(coder, f"gardener: checkpoint saved: {self._show(path)}")
@@ -426,6 +444,42 @@ def _merged(book: FactBook, own: list[Fact]) -> FactBook:
         copy.id, copy.superseded_by, copy.detail = next_id + n, None, dict(fact.detail)
         facts.append(copy)
     return FactBook(facts)
+
+
+def _restorable(coder: Any, root: Path, name: str) -> tuple[Path | None, str]:
+    """(the resolved path, "") when a checkpoint's file may come back into the chat, else
+    (None, why not)."""
+    raw = Path(name)
+    if name.startswith("~") or raw.is_absolute():
+        # an absolute path inside the project is still the project's file
+        try:
+            path = raw.expanduser().resolve()
+        except (OSError, RuntimeError):
+            return None, "outside the project"
+    else:
+        try:
+            path = (root / raw).resolve()
+        except (OSError, RuntimeError):
+            return None, "outside the project"
+    if not path.is_relative_to(root):
+        return None, "outside the project"
+    rel = path.relative_to(root)
+    if rel.parts[:1] == (".git",) or any(part.startswith(".aider.gardener") for part in rel.parts):
+        return None, "not a project file"
+    if not path.is_file():
+        return None, "missing"
+    repo = getattr(coder, "repo", None)
+    if repo is not None:
+        try:
+            if repo.ignored_file(str(path)):
+                return None, "aiderignored"
+            if repo.git_ignored_file(str(path)) and not getattr(
+                coder, "add_gitignore_files", False
+            ):
+                return None, "gitignored"
+        except Exception as err:  # noqa: BLE001 - a broken repo must not stop the resume
+            log.debug("ignore check failed for %s: %s", path, err)
+    return path, ""
 
 
 def _listing(paths: list[str]) -> str:
