@@ -115,6 +115,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .transcript import open_regular
+
 log = logging.getLogger(__name__)
 
 EVENTS = ("PostToolUse", "UserPromptSubmit", "Stop", "PreCompact", "SessionStart")
@@ -203,25 +205,6 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1, default=str)
 
 
-def _open_regular(path: Any, flags: int = 0) -> Any:
-    """``path`` opened for reading (binary) when it is a regular file, else None. Opened without
-    blocking, so a FIFO or a device put there cannot hang the hook, and checked on the open file,
-    so nothing swapped in between a check and the read gets read."""
-    if not isinstance(path, (str, os.PathLike)) or not str(path):
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags)
-    except (OSError, ValueError):
-        return None
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            return os.fdopen(fd, "rb")
-    except OSError:
-        pass
-    os.close(fd)
-    return None
-
-
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][\w.-]*")
 
 
@@ -257,7 +240,7 @@ def _persisted(path: Any, tool_results: Path | None) -> str | None:
             tool_results,
         )
         return None
-    fh = _open_regular(real, getattr(os, "O_NOFOLLOW", 0))
+    fh = open_regular(real, getattr(os, "O_NOFOLLOW", 0))
     if fh is None:
         return None
     with fh:
@@ -379,7 +362,7 @@ def _max_output() -> int:
 
 def claude_version(transcript_path: Any) -> tuple[int, int, int] | None:
     """The Claude Code version that writes this transcript (its records carry ``version``)."""
-    fh = _open_regular(transcript_path)
+    fh = open_regular(transcript_path)
     if fh is None:
         return None
     try:
@@ -710,7 +693,7 @@ def stop(payload: dict) -> dict:
 
 
 def _records(path: Any):
-    fh = _open_regular(path)
+    fh = open_regular(path)
     if fh is None:
         return
     with fh:
@@ -994,10 +977,9 @@ def _own_folder(folder: Path) -> bool:
 
 def _regular_transcript(event: str, payload: dict, store_dir: Path) -> dict:
     """The payload without a ``transcript_path`` that is not a regular file now: a FIFO there
-    blocks its reader until someone writes to it, a number would read a file descriptor. This
-    module's readers check again on the file they open (``_open_regular``); ``transcript.py``'s
-    open it plainly, so a FIFO swapped in between can still block one of those: the server's
-    alarm, or Claude Code's own timeout, ends that hook."""
+    blocks its reader until someone writes to it, a number would read a file descriptor. Every
+    reader checks again on the file it opens (``transcript.open_regular``), so nothing swapped
+    in between can block one either."""
     path = payload.get("transcript_path")
     if path is None or path == "":
         return payload

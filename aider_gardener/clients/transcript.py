@@ -35,11 +35,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 DEFAULT_WINDOW = 200_000
 LARGE_WINDOW = 1_000_000
@@ -170,15 +172,35 @@ def _last_usage(lines: list[bytes], model_hint: str | None) -> tuple[bool, Usage
     return False, None
 
 
+def open_regular(path: Any, flags: int = 0) -> Any:
+    """``path`` opened for reading (binary) when it is a regular file, else None. Opened without
+    blocking, so a FIFO or a device put there cannot hang the hook, and checked on the open file,
+    so nothing swapped in between a check and the read gets read."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags)
+    except (OSError, ValueError):
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return os.fdopen(fd, "rb")
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
 def usage_from_transcript(path: str | os.PathLike | None, model: str | None = None) -> Usage | None:
     """The last request's context usage in the transcript at ``path``; None when the file is
     missing or unreadable, holds no usage yet, or was compacted since the last reply without an
     estimate. Never raises. ``model``: Claude Code's model setting when the caller knows it (it
     alone tells a ``[1m]`` window)."""
-    if not path:
+    fh = open_regular(path)
+    if fh is None:
         return None
     try:
-        with open(path, "rb") as fh:
+        with fh:
             size = fh.seek(0, os.SEEK_END)
             block = TAIL_BLOCK
             while True:
@@ -288,10 +310,11 @@ def replies_since(
     they when more than ``MAX_REPLY_READ`` bytes are new. Records of one message written one
     content block at a time (same ``message.id``, in a row) become one reply. Only lines that
     can hold an assistant's text are parsed. Never raises: ``([], offset)`` when unreadable."""
-    if not path:
+    fh = open_regular(path)
+    if fh is None:
         return [], offset
     try:
-        with open(path, "rb") as fh:
+        with fh:
             size = fh.seek(0, os.SEEK_END)
             start = offset if isinstance(offset, int) and 0 <= offset <= size else None
             if start:

@@ -4,6 +4,7 @@ assistant usage, window rules, compaction boundaries, and the saved copy other p
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,13 @@ def test_replies_junk_never_raises(tmp_path_factory, data, offset):
     path.write_bytes(data)
     replies, new = transcript.replies_since(path, offset)
     assert 0 <= new <= len(data)
+
+
+def test_a_fifo_as_transcript_reads_as_nothing_without_blocking(tmp_path):
+    """A FIFO nobody writes would block a plain open() for ever, and with it every later hook."""
+    from aider_gardener.clients.transcript import replies_since, usage_from_transcript
+
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    assert usage_from_transcript(fifo) is None
+    assert replies_since(fifo, 0) == ([], 0)
