@@ -115,6 +115,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..redact import redact
 from .transcript import open_regular
 
 log = logging.getLogger(__name__)
@@ -547,7 +548,7 @@ def _recall_block(store: Any, prompt: str, skip: set[str], budget: int) -> tuple
         if hit.entry_id in skip or len(ids) >= RAG_HITS:
             continue
         where = f" {hit.source_path}" if hit.source_path else ""
-        block = f"--- id={hit.entry_id} ({hit.cls}{where})\n{hit.text.strip()}"
+        block = f"--- id={hit.entry_id} ({hit.cls}{where})\n{redact(hit.text.strip())}"
         cost = count_tokens(block)
         if used + cost > budget:
             continue

@@ -71,6 +71,8 @@ from io import TextIOWrapper
 from pathlib import Path
 from typing import Annotated, Any, Callable
 
+from ..redact import redact, redact_range
+
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "aider-gardener"
@@ -251,6 +253,8 @@ class GardenerTools:
         length = max(1, min(int(length or PAGE_CHARS), MAX_PAGE_CHARS))
         end = min(total, offset + length)
         store.touch([entry.id])
+        # the model reads this: secrets stay in the store, for the user's /show
+        page, secrets = redact_range(text, offset, end)
         meta = {
             "id": entry.id,
             "class": str(entry.cls),
@@ -261,8 +265,9 @@ class GardenerTools:
             "total_chars": total,
             "next_offset": end if end < total else None,
             "binary": entry.raw is not None,
+            "secrets_redacted": secrets,
         }
-        return {"meta": meta, "text": text[offset:end]}
+        return {"meta": meta, "text": page}
 
     def forget(self, entry_id: str, undo: bool = False) -> dict[str, Any]:
         store = self.open()
@@ -424,7 +429,10 @@ def _and_copies(copies: list[str]) -> str:
 
 
 def _origin(entry: Any) -> str | None:
-    return getattr(entry, "command", None) or getattr(entry, "path", None) or None
+    """The command or path an entry came from, as the model may see it (a key typed on the
+    command line stays in the store)."""
+    origin = getattr(entry, "command", None) or getattr(entry, "path", None) or None
+    return redact(origin) if origin else None
 
 
 def _model_name(store: Any) -> str | None:
@@ -493,7 +501,7 @@ def _matching_lines(text: str, query: str) -> tuple[list[dict[str, Any]], int, b
         here = body[start : spans[start]].lower()
         scored.append((-sum(1 for t in terms if t in here), line, start))
     best = sorted(sorted(scored)[:MATCH_LINES], key=lambda s: s[1])
-    lines = [{"line": n, "text": _clip(body[a : spans[a]])} for _s, n, a in best]
+    lines = [{"line": n, "text": _clip(redact(body[a : spans[a]]))} for _s, n, a in best]
     return lines, len(scored), capped
 
 
@@ -521,7 +529,7 @@ def _hit(entry: Any, hit: Any, query: str, full: int) -> dict[str, Any]:
         "created": _iso(entry.created),
         "pinned": bool(entry.pinned),
         "found_by": (hit.via or None) if hit is not None else "id",
-        "summary": entry.summary,
+        "summary": redact(entry.summary),  # a store written before redaction may hold one
     }
     if hit is not None:
         lines, matched, capped = _matching_lines(entry.original, query)
@@ -529,10 +537,10 @@ def _hit(entry: Any, hit: Any, query: str, full: int) -> dict[str, Any]:
             out["matching_lines"] = lines
             out["lines_matched"] = f"{matched}+" if capped else matched
         if getattr(hit, "excerpt", ""):
-            out["excerpt"] = hit.excerpt
+            out["excerpt"] = redact(hit.excerpt)
     if full:
         text = entry.original
-        out["original"] = text[:full]
+        out["original"] = redact_range(text, 0, min(full, len(text)))[0]
         if len(text) > full:
             out["truncated"] = True
             out["next_offset"] = full
@@ -684,8 +692,9 @@ def build_server(tools: GardenerTools) -> Any:
 
     @app.tool(
         description=(
-            "The full original text of a stored entry, exactly as stored; long ones in pages"
-            " (pass next_offset as offset for the next page)."
+            "The full original text of a stored entry, exactly as stored but for secrets"
+            " (keys, tokens, passwords: redacted); long ones in pages (pass next_offset as"
+            " offset for the next page)."
         ),
         annotations=read_only,
     )
@@ -704,6 +713,8 @@ def build_server(tools: GardenerTools) -> Any:
             head += f"; expand(id, offset={meta['next_offset']}) for the next page"
         if meta["binary"]:
             head += "; the original had bytes that are not UTF-8, shown decoded"
+        if meta["secrets_redacted"]:
+            head += f"; {meta['secrets_redacted']} secret(s) redacted (the user's /show has them)"
         return CallToolResult(
             content=[
                 TextContent(type="text", text=head),

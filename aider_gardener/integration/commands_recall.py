@@ -35,6 +35,7 @@ import subprocess
 import sys
 from typing import Any
 
+from ..redact import redact, secret_kinds
 from ..tokens import count_tokens
 from .ingest import RECALL_HEADER, model_name, swap
 from .session import MessageMeta, window_of
@@ -46,6 +47,8 @@ PREVIEW_CHARS = 160
 # Matching lines are looked for in this much of an original (a 100 MB log must not stall the
 # prompt); the rest is still there for /show.
 SCAN_CHARS = 4_000_000
+# /show looks for secrets in this much of an original, to say so (detection costs ~0.5 s a MB)
+SECRET_SCAN_CHARS = 1_000_000
 SHOW_LINES = 40
 SHOWN_DIRNAME = "shown"
 RECALL_REPLY = "Ok."
@@ -236,8 +239,13 @@ class RecallCommands:
         room, window, used = self._room()
         costs = [int(e.tokens_original) for e in todo]
         cost = sum(costs)
+        secrets = 0
         if cost <= room:  # the store's count decides a hopeless case without tokenizing 100 MB
-            blocks = [f"--- id={e.id} ({e.cls}){_origin(e)}\n{e.original.rstrip()}" for e in todo]
+            blocks = []
+            for e in todo:  # what goes to the model: secrets stay with the user (/show)
+                text = redact(e.original.rstrip())
+                secrets += text != e.original.rstrip()
+                blocks.append(f"--- id={e.id} ({e.cls}){_origin(e)}\n{text}")
             content = RECALL_HEADER + "\n\n" + "\n\n".join(blocks)
             costs = [count_tokens(b, model) for b in blocks]
             cost = count_tokens(content, model) + count_tokens(RECALL_REPLY, model) + 8
@@ -256,6 +264,10 @@ class RecallCommands:
         store.touch([e.id for e in todo])
         for e, n in zip(todo, costs):
             self.io.tool_output(f"Added id={e.id} ({n:,} tokens) to the chat.")
+        if secrets:
+            self.io.tool_output(
+                "Secrets in it were redacted in the chat; /show ID prints the original to you."
+            )
         turns = session.config.recent_turns
         self.io.tool_output(
             f"Kept verbatim for the next {turns} turn{'s' if turns != 1 else ''};"
@@ -351,6 +363,13 @@ class RecallCommands:
             f"id={entry.id}  {entry.cls}  {entry.tokens_original:,} tokens,"
             f" {len(lines):,} lines{_origin(entry)}"
         )
+        kinds = secret_kinds(text[:SECRET_SCAN_CHARS])
+        if kinds:
+            self.io.tool_warning(
+                f"Contains a secret ({', '.join(kinds)}): shown to you only, redacted from all"
+                f" the gardener sends to the model; /forget {entry.id} takes it out of recall"
+                " (purged from the store 30 days later)."
+            )
         store.touch([entry.id])
         tty = _isatty()
         height = max(10, shutil.get_terminal_size((80, SHOW_LINES + 2)).lines - 2)

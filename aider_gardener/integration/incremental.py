@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..redact import redact
 from ..tokens import count_tokens
 from .ingest import model_name
 from .session import GardenerSession, MessageMeta
@@ -31,6 +32,10 @@ REPLY = "Ok."
 
 
 def _line(meta: MessageMeta) -> str:
+    return redact(_raw_line(meta))  # a command line or output may hold a key
+
+
+def _raw_line(meta: MessageMeta) -> str:
     text = meta.summary if meta.stored else meta.original
     first = ""
     for raw in text.splitlines():

@@ -13,6 +13,7 @@ import math
 import os
 from typing import Any
 
+from ..redact import redact
 from ..tokens import count_tokens
 from .ingest import model_name
 from .session import GardenerSession
@@ -172,7 +173,7 @@ def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[
                 continue
             text = excerpt
         where = f" {hit.source_path}" if getattr(hit, "source_path", None) else ""
-        block = f"--- id={hit.entry_id} ({hit.cls}{where})\n{text.strip()}"
+        block = f"--- id={hit.entry_id} ({hit.cls}{where})\n{redact(text.strip())}"
         cost = count_tokens(block, model)
         if used + cost > budget:
             continue

@@ -646,6 +646,34 @@ def test_rag_recalls_stored_context_within_budget_and_skips_what_is_in_context(r
     assert handle("UserPromptSubmit", same) == {}
 
 
+def test_recalled_context_and_replacements_carry_no_secret(repo):
+    """A key printed by a failing command stays in the store: neither the replaced output nor
+    the context recalled on a later prompt gives it to the model."""
+    key = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3
+    trace = "\n".join(
+        ["Traceback (most recent call last):"]
+        + [f'  File "/srv/app/pipeline/stage{i}.py", line {10 + i}, in run' for i in range(40)]
+        + [f"openai.AuthenticationError: Incorrect API key provided: {key} (orders-7)"]
+    )
+    payload = {
+        "session_id": "old-session",
+        "cwd": str(repo),
+        "tool_name": "Bash",
+        "tool_input": {"command": f"OPENAI_API_KEY={key} python -m app.consume"},
+        "tool_response": {"stdout": "", "stderr": trace},
+    }
+    replaced = handle("PostToolUse", payload)
+    assert key not in json.dumps(replaced)
+    ask = {
+        "session_id": "new-session",
+        "cwd": str(repo),
+        "prompt": "why did the consumer fail with AuthenticationError on orders-7?",
+    }
+    ctx = handle("UserPromptSubmit", ask)["hookSpecificOutput"]["additionalContext"]
+    assert f"id={entry_id(trace)}" in ctx and "AuthenticationError" in ctx
+    assert key not in ctx and "[redacted: " in ctx
+
+
 # --- PreCompact / SessionStart ---
 
 

@@ -672,3 +672,35 @@ def test_the_server_follows_the_embedding_model_the_aider_session_chose(tmp_path
         assert model_choice.recorded(folder) == "multilingual-e5"  # nothing switched it back
     finally:
         client.close()
+
+
+def test_expand_and_recall_give_the_model_no_secret(tmp_path):
+    """The tools' answers go to the model: a key in a stored original stays in the store (for
+    the user's /show), even when a page boundary cuts through it."""
+    from aider_gardener.clients.mcp_server import GardenerTools
+
+    key = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3
+    repo = _repo(tmp_path / "repo")
+    original = (
+        "deploying web-7\n" * 40
+        + f"openai.AuthenticationError: Incorrect API key provided: {key}\n"
+        + "rollback done\n" * 40
+    )
+    store = project.open_project_store(repo, vectors=False, worker=False)
+    entry = store.ingest(original, Source(role="tool", command=f"OPENAI_API_KEY={key} ./deploy"))
+    store.close()
+    tools = GardenerTools(root=str(repo), vectors=False)
+    try:
+        whole = tools.expand(entry.id)
+        assert key not in whole["text"] and "[redacted: " in whole["text"]
+        assert whole["meta"]["secrets_redacted"] == 1
+        assert "rollback done" in whole["text"]
+        cut = original.index(key) + 20  # a page boundary inside the key
+        first = tools.expand(entry.id, 0, cut)["text"]
+        second = tools.expand(entry.id, cut, 100_000)["text"]
+        assert key[:20] not in first + second and key[-20:] not in first + second
+        found = tools.recall("AuthenticationError", full=True)
+        assert found["hits"] and found["hits"][0]["id"] == entry.id
+        assert key not in json.dumps(found)
+    finally:
+        tools.close()

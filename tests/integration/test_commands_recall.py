@@ -396,3 +396,41 @@ def test_a_recall_while_the_model_loads_says_it_searched_full_text_only(
         f"Nothing stored matches {DEPLOY_QUERY!r} by full text only (the embedding model is"
         " still loading)." in out
     )
+
+
+KEY = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3
+
+
+@pytest.fixture
+def keyed(make_coder, repo, capsys):
+    """A stored /run output whose error line printed an API key."""
+    (repo / "deploy.log").write_text(
+        "deploying web-7\n" * 30 + f"AuthenticationError: Incorrect API key provided: {KEY}\n"
+    )
+    first = make_coder()
+    first.commands.cmd_run("cat deploy.log")
+    meta = first.gardener.meta(first.cur_messages[-2])
+    assert meta.stored
+    first.gardener.close()
+    capsys.readouterr()
+    return make_coder(), meta.entry_id  # the next session: not in its chat
+
+
+def test_recall_add_redacts_secrets_and_says_so(keyed, capsys):
+    coder, eid = keyed
+    coder.commands.cmd_recall(f"{eid} --add")
+    out = " ".join(out_of(capsys).split())
+    added = coder.cur_messages[-2]["content"]
+    assert added.startswith(RECALL_HEADER) and "AuthenticationError" in added
+    assert KEY not in added and "[redacted: " in added
+    assert "Secrets in it were redacted in the chat; /show ID prints the original" in out
+
+
+def test_show_prints_the_secret_to_the_user_and_says_it_is_one(keyed, capsys):
+    coder, eid = keyed
+    coder.commands.cmd_show(eid)
+    out = out_of(capsys)
+    assert KEY in "".join(out.split())  # the user's own screen: the original (wrapped), whole
+    out = " ".join(out.split())
+    assert "Contains a secret (OpenAI key): shown to you only" in out
+    assert f"/forget {eid} takes it out of recall" in out

@@ -54,3 +54,24 @@ def test_compiled_lines_are_stable_prefix(make_coder, llm):
         summaries.append(found[0] if found else "")
     for a, b in zip(summaries[1:], summaries[2:]):
         assert b.startswith(a)  # the compiled summary only grows at its end
+
+
+def test_compiled_lines_carry_no_secret():
+    """The compiled summary quotes each old message's first line and command: a key typed on
+    a /run line must not ride along in every later request."""
+    from aider_gardener.integration.incremental import _line
+    from aider_gardener.integration.session import MessageMeta
+
+    key = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3
+    meta = MessageMeta(
+        msg={},
+        original=f"Incorrect API key provided: {key}\n",
+        role="user",
+        kind="tool",
+        cls="error",
+        turn=3,
+        command=f"OPENAI_API_KEY={key} ./deploy",
+        entry_id="abcdefghij",
+    )
+    line = _line(meta)
+    assert key not in line and "./deploy" in line and "[id=abcdefghij]" in line

@@ -140,3 +140,16 @@ def test_a_zero_budget_waits_as_long_as_the_embedding_takes(tmp_path, monkeypatc
         session = SimpleNamespace(stats=Counter())
         assert _mode_in_time(session, store, "zebra lock timeout") == "hybrid"
         assert not session.stats
+
+
+def test_recalled_context_carries_no_secret(make_coder, llm, tmp_path):
+    """An earlier session's output held a key: the recalled block the model gets does not."""
+    key = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3
+    [eid] = _earlier_session(
+        tmp_path / "store", ERROR + f"ZebraTimeout config: OPENAI_API_KEY={key}\n"
+    )
+    coder = make_coder()
+    coder.run(with_message="why does frobnicate fail with ZebraTimeout?")
+    block = _rag_request(llm.last)
+    assert block is not None and f"id={eid}" in block and "ZebraTimeout" in block
+    assert key not in text_of(llm.last) and "OPENAI_API_KEY=[redacted: " in block
