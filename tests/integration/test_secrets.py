@@ -1,0 +1,64 @@
+"""Secrets do not travel: a key on a /run command line and in its failing output reaches
+neither the requests (state block, summaries), nor checkpoints, nor the next session, while the
+stored original keeps it for the user's /show. Real coders, real store; only the LLM is
+stubbed."""
+
+from __future__ import annotations
+
+from aider_gardener.continuity.checkpoint import list_checkpoints
+from tests.integration.helpers import text_of
+
+KEY = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3
+AWS = "AKIAIOSFODNN7EXAMPLE"
+SCRIPT = (
+    "echo 'Deploying web-7 with the new client'\n"
+    'echo "openai.AuthenticationError: Error code: 401 - Incorrect API key provided: $OPENAI_API_KEY"\n'
+    f"echo 'botocore: using access key {AWS}'\n"
+    "exit 1\n"
+)
+
+
+def said(capsys) -> str:
+    out = capsys.readouterr()
+    return " ".join((out.out + out.err).split())
+
+
+def run_deploy(coder, repo) -> str:
+    (repo / "deploy.sh").write_text(SCRIPT)
+    command = f"OPENAI_API_KEY={KEY} sh deploy.sh"
+    coder.commands.cmd_run(command)
+    return command
+
+
+def test_a_key_on_the_command_line_and_in_the_error_never_travels(
+    make_coder, llm, repo, tmp_path, capsys
+):
+    coder = make_coder()
+    run_deploy(coder, repo)
+    errors = [f for f in coder.gardener.facts.book if f.kind == "error" and f.live]
+    assert errors, "the failing command became an open error"
+    llm.replies = ["The key is wrong."]
+    coder.run(with_message="why does the deploy fail?")
+    state = [
+        m["content"] for m in llm.last if "Session state kept by aider-gardener" in m["content"]
+    ]
+    assert state and "AuthenticationError" in state[0]
+    assert KEY not in state[0] and AWS not in state[0]
+
+    coder.commands.run("/checkpoint before rotating the key " + KEY)
+    [path] = list_checkpoints(tmp_path / "store" / "checkpoints")
+    text = path.read_text()
+    assert "AuthenticationError" in text and "deploy.sh" in text
+    assert KEY not in text and AWS not in text and "[redacted: " in text
+    coder.gardener.close()
+
+    capsys.readouterr()
+    later = make_coder()  # carries the open error into the next session
+    assert "carried over" in said(capsys)
+    llm.replies = ["Ok."]
+    later.run(with_message="hello again")
+    sent = text_of(llm.last)
+    assert "AuthenticationError" in sent
+    assert KEY not in sent and AWS not in sent
+    facts = later.gardener.store.read(lambda c: c.execute("SELECT text FROM facts").fetchall())
+    assert facts and not any(KEY in row[0] for row in facts)
