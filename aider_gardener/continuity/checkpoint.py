@@ -669,16 +669,16 @@ def why_unusable(checkpoint: Checkpoint, project: str | None, now: float | None 
     another project, or one dated in the future, which would stay "latest" for ever. Both are
     what a planted or copied file looks like."""
     if project is not None and not same_project(checkpoint.project, project):
-        return f"of another project ({checkpoint.project or 'none named'})"
+        return f"of another project: {checkpoint.project or 'none named'}"
     made = _created_at(checkpoint)
     now = time.time() if now is None else now
     if made is not None and made > now + FUTURE_SLACK_SECONDS:
-        return f"dated in the future ({checkpoint.created})"
+        return f"dated in the future: {checkpoint.created}"
     named = _name_time(checkpoint.path) if checkpoint.path is not None else None
     if named is not None:
         stamp = datetime.strptime(named[0], _STAMP).replace(tzinfo=timezone.utc).timestamp()
         if stamp > now + FUTURE_SLACK_SECONDS:
-            return f"named for a future time ({checkpoint.path.name})"
+            return "named for a future time"
     return ""
 
 
@@ -817,7 +817,4 @@ def find_checkpoint(folder: Path, name: str, base: Path | None = None) -> Checkp
             return read_checkpoint(candidate)
         except CheckpointError:
             continue
-    raise CheckpointError(
-        f"no checkpoint named {raw!r} in {folder} and no checkpoint file at that path"
-        " (/checkpoints lists them)"
-    )
+    raise CheckpointError("not a checkpoint name or checkpoint file (/checkpoints lists them)")

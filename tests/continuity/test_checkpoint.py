@@ -654,7 +654,7 @@ def test_find_checkpoint_says_the_same_of_any_path_that_is_no_checkpoint(tmp_pat
         with pytest.raises(CheckpointError) as err:
             ck.find_checkpoint(folder, str(tmp_path / name))
         answers.append(str(err.value).replace(str(tmp_path / name), "PATH"))
-    assert len(set(answers)) == 1 and "no checkpoint file at that path" in answers[0]
+    assert len(set(answers)) == 1 and "not a checkpoint name or checkpoint file" in answers[0]
 
 
 def test_read_checkpoint_never_blocks_on_a_fifo(tmp_path):
@@ -680,9 +680,9 @@ def test_future_dated_and_other_projects_checkpoints_are_skipped_in_one_line(tmp
     assert loaded is not None and loaded.path == mine
     assert len(warnings) == 1
     assert "skipped 3 checkpoints" in warnings[0]
-    assert f"{planted.name} (dated in the future (2030-01-01T00:00:00Z))" in warnings[0]
-    assert f"{named_later.name} (named for a future time" in warnings[0]
-    assert f"{other.name} (of another project (/elsewhere))" in warnings[0]
+    assert f"{planted.name} (dated in the future: 2030-01-01T00:00:00Z)" in warnings[0]
+    assert f"{named_later.name} (named for a future time)" in warnings[0]
+    assert f"{other.name} (of another project: /elsewhere)" in warnings[0]
 
 
 def test_same_project_follows_symlinks(tmp_path):

@@ -463,7 +463,7 @@ def test_resume_by_name_prefix_or_path_with_completion(make_coder, llm, repo, tm
     assert "resumed from checkpoint" in resumed(newest.name)
     assert len(second.gardener.facts.book.find("constraint")) == 1
     assert "matches 2 checkpoints" in resumed(older.name[:9])  # ambiguous prefix
-    assert "no checkpoint named" in resumed("nope")
+    assert "not a checkpoint name or checkpoint file" in resumed("nope")
     assert "resumed from checkpoint" in resumed(older.name[: len(older.stem) - 2])  # unique
     assert "resumed from checkpoint" in resumed(str(newest))  # a path
     copy = repo / "mine.md"
@@ -566,7 +566,7 @@ def test_planted_checkpoint_is_skipped_and_puts_no_file_in_the_chat(
     capsys.readouterr()
     coder = make_coder(resume=True)  # --gardener-resume
     out = said(capsys)
-    assert f"skipped 1 checkpoint: {planted.name} (of another project (/elsewhere))" in out
+    assert f"skipped 1 checkpoint: {planted.name} (of another project: /elsewhere)" in out
     assert "resumed from" not in out
     coder.commands.run("/resume")
     out = said(capsys)
@@ -594,7 +594,7 @@ def test_future_dated_checkpoint_of_this_project_is_not_latest(
     capsys.readouterr()
     second.commands.run("/resume")
     out = said(capsys)
-    assert f"{planted.name} (dated in the future (2030-01-01T00:00:00Z))" in out
+    assert f"{planted.name} (dated in the future: 2030-01-01T00:00:00Z)" in out
     assert "resumed from checkpoint" in out
     assert second.abs_read_only_fnames == set()  # the planted one's file list was not read
 
@@ -653,10 +653,10 @@ def test_resume_path_is_no_oracle_for_other_files(make_coder, llm, repo, tmp_pat
 
     exists = resumed(str(tmp_path / "exists.txt"))
     missing = resumed(str(tmp_path / "missing.txt"))
-    assert "no checkpoint file at that path" in exists
+    assert "not a checkpoint name or checkpoint file" in exists
     assert exists.replace("exists.txt", "X") == missing.replace("missing.txt", "X")
-    assert "no checkpoint file at that path" in resumed(str(fifo))  # and no hang
-    assert "no checkpoint file at that path" in resumed("/etc/passwd")
+    assert "not a checkpoint name or checkpoint file" in resumed(str(fifo))  # and no hang
+    assert "not a checkpoint name or checkpoint file" in resumed("/etc/passwd")
 
 
 def test_sigterm_writes_the_exit_checkpoint_then_chains(make_coder, llm, repo, tmp_path, capsys):
