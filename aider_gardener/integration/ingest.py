@@ -8,6 +8,12 @@ identity lookup per message); only new messages cost a compression.
 
 Noisy-neighbour throttling happens here too: command output above ``--gardener-max-output``
 tokens is swapped for its summary as soon as it is seen, so it never reaches the model whole.
+
+When the store cannot keep an original (disk full, read-only, locked by another process) the
+output still enters compressed, its handle replaced by a line that says so (``unkept_line``):
+it used to enter whole (a 100k-line log: 299k tokens, 234 % of the window). An entry a busy
+store could not write is written by a later ``sync`` (``Store.flush_unwritten``), and its
+summary then gets its handle back.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 from ..store.priority import extract_keys
 from ..tokens import count_tokens
-from ..types import ContentClass, Source
+from ..types import ContentClass, Source, handle_line
 from .session import GardenerSession, Hint, MessageMeta
 
 # Aider's prompts.run_output, the shape /run and /test output enters the chat in.
@@ -49,15 +55,44 @@ def model_name(coder: Any) -> str:
         return "gpt-4o"
 
 
+# What stands for the handle line in a summary whose original the store could not keep.
+UNKEPT = {
+    "busy": (
+        "[original not stored yet: the gardener store is locked by another process; it is"
+        " stored when the lock is released]"
+    ),
+    "full": (
+        "[original not kept: the gardener store could not be written (disk full or I/O error);"
+        " only this summary is in the chat]"
+    ),
+    "read-only": (
+        "[original not kept: the gardener store is read-only; only this summary is in the chat]"
+    ),
+}
+UNKEPT_DEFAULT = (
+    "[original not kept: the gardener store could not write it; only this summary is in the chat]"
+)
+
+
+def unkept_line(reason: str | None) -> str:
+    return UNKEPT.get(reason or "", UNKEPT_DEFAULT)
+
+
 def sync(session: GardenerSession, coder: Any) -> list[MessageMeta]:
     """Give every message in the coder's history a record (ingesting new ones), throttle large
     command output, and forget records of messages that left the lists. Returns new records."""
     new: list[MessageMeta] = []
     seen: set[int] = set()
+    late = session.attempt("store", flush_pending, session, default=None) or {}
+    model = model_name(coder)
     for lst in (coder.done_messages, coder.cur_messages):
         for i, msg in enumerate(lst):
             seen.add(id(msg))
-            if session.meta(msg) is not None:
+            meta = session.meta(msg)
+            if meta is not None:
+                if late and meta.pending_id in late:
+                    session.attempt("store", stored_late, session, lst, i, meta, late, model)
+                    seen.add(id(meta.msg))  # a summary that got its handle is a new dict
                 continue
             if not isinstance(msg, dict) or not isinstance(msg.get("content"), str):
                 continue  # images, function calls: left exactly as Aider made them
@@ -76,12 +111,56 @@ def sync(session: GardenerSession, coder: Any) -> list[MessageMeta]:
     return new
 
 
+def flush_pending(session: GardenerSession) -> dict[str, Any]:
+    """Entries a busy store kept in memory, written now if it is free: entry id -> what the
+    record should become (an ``Entry``, or None when the store gave it up)."""
+    store = session.store
+    if store is None or not getattr(store, "unwritten_count", lambda: 0)():
+        return {}
+    written, dropped = store.flush_unwritten()
+    out: dict[str, Any] = {e.id: e for e in written}
+    out.update((eid, None) for eid in dropped)
+    return {eid: value for eid, value in out.items() if eid in session.pending}
+
+
+def stored_late(
+    session: GardenerSession,
+    lst: list,
+    index: int,
+    meta: MessageMeta,
+    late: dict[str, Any],
+    model: str,
+) -> None:
+    """A message whose entry the busy store wrote now (or gave up): its record becomes what
+    it would have been at ingest, and a summary in the chat gets the handle (or says the
+    original is not kept after all)."""
+    entry = late.get(meta.pending_id)
+    session.pending.pop(meta.pending_id or "", None)
+    meta.pending_id = None
+    old_line = meta.unkept
+    if entry is None:
+        meta.unkept = unkept_line("error") if old_line else ""
+    else:
+        meta.entry_id, meta.stored, meta.unkept = entry.id, True, ""
+        meta.cls = str(entry.cls)
+        if entry.id not in meta.keys:
+            meta.keys = (entry.id,) + meta.keys
+            session.key_index.setdefault(entry.id, []).append(meta)
+    if old_line and old_line in meta.summary:
+        new_line = meta.unkept or handle_line(meta.entry_id or "")
+        meta.summary = meta.summary.replace(old_line, new_line)
+        meta.tokens_summary = count_tokens(meta.summary, model)
+        if meta.state == "summary":
+            swap(session, lst, index, meta, "summary")
+
+
 def should_throttle(session: GardenerSession, meta: MessageMeta) -> bool:
     """Command output above ``--gardener-max-output`` enters as its summary, cut to fit (an
-    output the compressors cannot shrink, e.g. 300 distinct failures, is cut too)."""
+    output the compressors cannot shrink, e.g. 300 distinct failures, is cut too), also when
+    the store could not keep its original (the summary then says so instead of citing it)."""
     return (
         meta.kind == "tool"
-        and meta.stored
+        and (meta.stored or bool(meta.unkept))
         and meta.state == "full"
         and meta.tokens_full > session.config.max_output
     )
@@ -104,11 +183,11 @@ def fit_summary(meta: MessageMeta, limit: int, coder: Any) -> None:
     compressed to ~2k tokens and entered whole. Lines naming errors, exceptions, failing tests
     or ``path:line`` are kept first, then the summary's head and tail; what is left out is said
     in one line with the way to get it (``/show ID``). The store keeps the full summary and the
-    original."""
+    original; when it could not (``meta.unkept``), that line says so instead of the handle."""
     model = model_name(coder)
-    if meta.tokens_summary <= limit or not meta.entry_id:
+    if meta.tokens_summary <= limit or not (meta.entry_id or meta.unkept):
         return
-    handle = f"[full output stored: id={meta.entry_id}]"
+    handle = handle_line(meta.entry_id) if meta.stored and meta.entry_id else meta.unkept
     text = meta.summary
     at = text.rfind(handle)
     if at >= 0:
@@ -122,10 +201,14 @@ def fit_summary(meta: MessageMeta, limit: int, coder: Any) -> None:
         body = body[len(head) :]
     lines = body.splitlines()
     cost = [count_tokens(line, model) + 1 for line in lines]
-    note = (
-        "[{n} of {total} summary lines left out to fit --gardener-max-output {limit};"
-        f" /show {meta.entry_id} prints the whole output]"
-    )
+    if meta.stored:
+        way = f"/show {meta.entry_id} prints the whole output"
+    elif meta.pending_id:  # still true once the late write has happened
+        way = f"/show {meta.pending_id} prints the whole output once the store is free"
+    else:
+        way = "the whole output could not be kept"
+    note = "[{n} of {total} summary lines left out to fit --gardener-max-output {limit}; " + way
+    note += "]"
     fixed = count_tokens(head + tail, model) + count_tokens(note, model) + 8
     room = limit - fixed
     order = [i for i, line in enumerate(lines) if CRITICAL_LINE.search(line)]
@@ -279,13 +362,24 @@ def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMe
             forced = ContentClass(hint.cls)
         entry = session.attempt("store", store.ingest, body, source, cls=forced)
     meta.tokens_full = count_tokens(content, model)
-    if entry is not None and getattr(entry, "stored", False):
-        meta.entry_id = entry.id
-        meta.stored = True
+    stored = entry is not None and getattr(entry, "stored", False)
+    if entry is not None and not stored and getattr(entry, "not_stored", None):
+        # compressed all the same: a store that cannot keep the original must not let a
+        # 100k-line output into the chat whole; the handle would cite an id that is not there
+        meta.unkept = unkept_line(entry.not_stored)
         meta.cls = str(entry.cls)
-        if entry.summary != entry.original and body in content:
+        if entry.not_stored == "busy":
+            meta.pending_id = entry.id
+            session.pending[entry.id] = meta
+    if stored or meta.unkept:
+        if stored:
+            meta.entry_id = entry.id
+            meta.stored = True
+            meta.cls = str(entry.cls)
+        summary = entry.summary if stored else _without_handle(entry, meta.unkept)
+        if summary != entry.original and body in content:
             head, _, tail = content.partition(body)
-            meta.summary = head + entry.summary + (tail if tail.strip() else "")
+            meta.summary = head + summary + (tail if tail.strip() else "")
             meta.tokens_summary = count_tokens(meta.summary, model)
             if meta.tokens_summary >= meta.tokens_full:
                 meta.summary, meta.tokens_summary = content, meta.tokens_full
@@ -304,6 +398,15 @@ def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMe
         session.last_reply = meta
     session.add(meta)
     return meta
+
+
+def _without_handle(entry: Any, line: str) -> str:
+    """The entry's summary with ``line`` where its handle was (the original when the
+    compressors kept it all)."""
+    summary, handle = entry.summary, handle_line(entry.id)
+    if summary == entry.original or not summary.rstrip().endswith(handle):
+        return summary
+    return summary.rstrip()[: -len(handle)] + line
 
 
 def note_references(session: GardenerSession, meta: MessageMeta, store: Any) -> None:

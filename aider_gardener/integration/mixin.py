@@ -6,7 +6,8 @@ gardener costs one warning and that step of gardening, never the session.
 
 Hooks, in the order a request meets them:
 
-* ``run_one``: remembers what the user typed, so the prompt is recognised as theirs.
+* ``run_one``: remembers what the user typed, so the prompt is recognised as theirs; a new turn
+  for the store (one that another process keeps locked is waited for at most once per turn).
 * ``send_message``: an output about to be sent as the message itself (``/test``, auto-test) is
   taken out of ``cur_messages`` first (Aider would send it twice); overflow recovery retries
   once after evicting harder.
@@ -138,6 +139,7 @@ class GardenerMixin:
                 if line:  # an io that cannot print must not cost the session its gardener
                     session.attempt("status", self.io.tool_output, line)
             session.attempt("resume", session.keeper().start, self)
+            session.attempt("store", session.protect_store_folder, self)
             if session.config.vectors:  # in the background: Aider's start does not wait for it
                 session.attempt("preload", _preload_model, session, self)
             return session
@@ -181,6 +183,7 @@ class GardenerMixin:
         if self._garden is None:
             return super().run_one(user_message, preproc)
         self._garden_typed = user_message
+        self._garden.attempt("store", self._garden.new_turn)
         try:
             return super().run_one(user_message, preproc)
         finally:

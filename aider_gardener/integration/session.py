@@ -98,6 +98,12 @@ class MessageMeta:
     pinned: bool = False
     resolved: bool = False
     failed: bool = False
+    # The line that stands for the handle in a summary whose original the store could not keep
+    # (``ingest.unkept_line``); "" when the original is stored or the message is whole.
+    unkept: str = ""
+    # The entry a busy store will write later (``Store.flush_unwritten``): the record becomes
+    # ``stored`` then, and its summary gets the handle.
+    pending_id: str | None = None
 
     @property
     def tokens_now(self) -> int:
@@ -166,6 +172,7 @@ class GardenerSession:
     coder: Any = None  # the latest gardened coder (for the exit checkpoint)
     exit_hooked: bool = False
     exit_codes: dict[str, int] = field(default_factory=dict)  # command -> status, for ingest
+    pending: dict[str, MessageMeta] = field(default_factory=dict)  # entry id -> record (busy)
     _refiner: Any = None
 
     def attach(self, coder: Any) -> None:
@@ -211,10 +218,15 @@ class GardenerSession:
 
     def attempt(self, step: str, fn: Callable[..., T], *args: Any, default: Any = None, **kw) -> T:
         """Run one step of gardener work; on any exception warn once for this step and return
-        ``default`` (the caller then does what plain Aider would)."""
+        ``default`` (the caller then does what plain Aider would). A store another process
+        keeps locked, or one opened read-only, said so itself once: the steps it makes fail are
+        counted, not warned about (they were 8-10 "failed" lines per turn)."""
         try:
             return fn(*args, **kw)
         except Exception as err:  # noqa: BLE001 - the gardener must never crash Aider
+            if type(err).__name__ in ("StoreBusy", "StoreReadOnly"):
+                self.stats[f"skipped_{step}"] += 1
+                return default
             self.stats[f"failed_{step}"] += 1
             self.warn_once(
                 f"step:{step}",
@@ -252,6 +264,25 @@ class GardenerSession:
             )
         return self.store
 
+    def new_turn(self) -> None:
+        """The user's next input: a store found busy in the last turn may be waited for once
+        more (``Store.new_turn``); within a turn it is waited for at most once."""
+        store = self.store
+        if store is not None and hasattr(store, "new_turn"):
+            store.new_turn()
+
+    def protect_store_folder(self, coder: Any) -> None:
+        """The store folder's ``.gitignore`` (``store.db.protect_folder``) also where the store
+        itself did not make the folder this session: checkpoints are written there without
+        it (an in-memory or failed store), and folders of older versions lack one."""
+        from ..store.db import protect_folder, resolve_location
+
+        folder = getattr(self.store, "dir", None)
+        if folder is None or getattr(self.store, "path", None) is None:
+            location = self.config.store if self.config.store != ":memory:" else None
+            folder, _ = resolve_location(location, getattr(coder, "root", None))
+        protect_folder(folder)
+
     def close(self) -> None:
         """End of the session: the exit checkpoint (so the next session can resume), then the
         store. Registered with atexit when the first coder is gardened; safe to call twice. The
@@ -265,6 +296,7 @@ class GardenerSession:
         if self.continuity is not None and self.coder is not None:
             self.attempt("checkpoint", self.continuity.at_exit, self.coder)
             self.attempt("facts", self.continuity.persist)
+            self.attempt("store", self.protect_store_folder, self.coder)
         store, self.store = self.store, None
         if store is not None:
             try:
@@ -322,6 +354,7 @@ class GardenerSession:
         self.hints.clear()
         self.last_reply = None
         self.rag_ids = []
+        self.pending.clear()  # the store still writes them; no record to update any more
 
     def entries_in_history(self) -> dict[str, str]:
         """entry id -> the state it is in within the live history (a ``/recall --add``

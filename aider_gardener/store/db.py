@@ -1,24 +1,38 @@
 """The store: one SQLite file per project holding every original the gardener compressed.
 
 Layout and safety
-    ``<git root>/.aider.gardener/store.sqlite`` (Aider's ``.aider*`` gitignore entry covers it) or
-    wherever ``--gardener-store PATH`` points (a directory, or a ``*.sqlite``/``*.db`` file).
-    The folder is created 0700 and the file 0600: originals can hold secrets a command printed.
+    ``<git root>/.aider.gardener/store.sqlite`` or wherever ``--gardener-store PATH`` points (a
+    directory, or a ``*.sqlite``/``*.db`` file). The folder is created 0700 and the file 0600:
+    originals can hold secrets a command printed. The folder holds a ``.gitignore`` of ``*``
+    (``protect_folder``): Aider's ``.aider*`` entry is missing under ``--no-gitignore`` or when
+    its offer was declined, and ``git add -A`` would then commit the store and checkpoints.
     WAL journal, ``synchronous=NORMAL`` (a committed entry survives the process being killed; only
-    an OS crash can lose the last few), ``busy_timeout`` plus a retry loop around short
-    ``BEGIN IMMEDIATE`` transactions, so two Aider processes on one project both write without a
-    lock error. WAL checkpoints run in a background thread on their own connection, so their
+    an OS crash can lose the last few), short ``BEGIN IMMEDIATE`` transactions retried while
+    another process writes, so two Aider processes on one project both write without a lock
+    error. WAL checkpoints run in a background thread on their own connection, so their
     copy-and-fsync stays out of ingest's latency. The schema is versioned with ``PRAGMA
     user_version`` and migrated in order.
 
 Never crash the host
     A file that is not a database or fails ``quick_check`` is moved aside to
-    ``store.sqlite.corrupt-<time>`` and a fresh store is started. A store another process keeps
-    locked, or one written by a newer gardener, degrades to a private in-memory store for this
+    ``store.sqlite.corrupt-<time>`` and what can still be read of it is copied into a fresh store
+    (``salvage.py``). A file that cannot be written (read-only, disk full) is opened read-only:
+    recall still reads it, new entries are not kept. A store another process keeps locked at
+    open, or one written by a newer gardener, degrades to a private in-memory store for this
     session (without vectors: the vector folder belongs to whoever holds the store). Every
     public method logs one clear line on an internal error and returns a neutral value
-    (``ingest`` then returns an ``Entry`` with ``stored=False``: its summary cites an id that
-    cannot be recalled, so the caller should keep the original in context).
+    (``ingest`` then returns an ``Entry`` with ``stored=False`` and ``not_stored`` saying why:
+    its summary cites an id that cannot be recalled, so the caller must say so).
+
+A busy store costs one wait per turn
+    A write that finds another process holding the lock waits up to ``busy_timeout`` once; after
+    that the store counts as busy until the caller's next turn (``new_turn``) or a write that
+    succeeds, and every read or write tries once without waiting (Aider went from 10-35 s and
+    8-10 "failed" lines per turn to one wait and one line). Entries that could not be written
+    then are kept in memory and written by ``flush_unwritten`` once the lock is free. The
+    connection's own busy handler waits only ``SQLITE_SLICE``: a longer wait happens in the
+    retry loop with the store's lock released, so a background thread waiting for another
+    process never holds up the foreground.
 
 Identity and sessions
     An entry's id is ``pipeline.entry_id(original)``: content addressed, so the handle printed in
@@ -48,6 +62,7 @@ Full-text search
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -56,7 +71,8 @@ import socket
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, fields
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
@@ -76,6 +92,20 @@ SCHEMA_VERSION = 3
 # stores rely on SQLite reporting corruption when a damaged page is actually read.
 QUICK_CHECK_MAX_BYTES = 64 << 20
 DEFAULT_BUSY_TIMEOUT = 5.0
+# What SQLite's own busy handler waits per attempt once the store is open; longer waits happen in
+# ``_write``'s loop with the store's lock released between attempts (see the module docstring).
+SQLITE_SLICE = 0.05
+# Entries a busy store could not write, kept for ``flush_unwritten``: bounded, as a lock held
+# all day must not grow the process without end (the oldest are then given up, and said so).
+MAX_UNWRITTEN_BYTES = 64 << 20
+GITIGNORE = ".gitignore"
+GITIGNORE_TEXT = "# aider-gardener: originals may hold secrets; never commit this folder\n*\n"
+# What the gardener itself puts in a store folder: a folder holding only these is the
+# gardener's own even when it is not named ``.aider.gardener`` (``protect_folder``).
+OWN_NAMES = re.compile(
+    r"^(?:store\.sqlite.*|[^/]*\.(?:sqlite3?|db)(?:-wal|-shm|-journal|\.corrupt-.*)?|chroma"
+    r"|chroma\.lock|checkpoints|shown|models|embedding-model|\.embedding-model\..*|\.gitignore)$"
+)
 # WAL checkpoints (copying the log back into the database, with an fsync) are what made ingest's
 # slowest 5% slow (p95 of the write 25-30 ms instead of 9-14 ms). They run in a background
 # thread on its own connection instead, which SQLite allows concurrently with writers; the
@@ -279,6 +309,10 @@ class StoreCorrupt(StoreError):
     pass
 
 
+class StoreReadOnly(StoreError):
+    """The store was opened read-only (it could not be written); said once, at open."""
+
+
 # --- Entry ------------------------------------------------------------------------------------
 
 
@@ -313,6 +347,10 @@ class Entry:
     deleted_at: float | None = None
     deleted_reason: str | None = None
     stored: bool = True  # not a column: False when the store could not keep this entry
+    # Not a column either: why it was not kept. "busy" (another process held the lock: kept in
+    # memory and written by ``flush_unwritten``), "full" (disk full or I/O error), "read-only",
+    # "closed" or "error".
+    not_stored: str | None = None
 
     @property
     def source(self) -> Source:
@@ -324,7 +362,9 @@ class Entry:
         return self.raw if self.raw is not None else self.original
 
 
-ENTRY_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Entry) if f.name != "stored")
+ENTRY_COLUMNS: tuple[str, ...] = tuple(
+    f.name for f in fields(Entry) if f.name not in ("stored", "not_stored")
+)
 _SELECT_ENTRY = "SELECT " + ", ".join(ENTRY_COLUMNS) + " FROM entries"
 _BOOL_COLUMNS = {"pinned", "active", "resolved"}
 
@@ -477,6 +517,75 @@ def _is_corrupt(err: BaseException) -> bool:
     return "not a database" in msg or "malformed" in msg or "corrupt" in msg
 
 
+_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EIO}
+_READ_ONLY_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def write_problem(err: BaseException) -> str | None:
+    """ "full" (disk full or I/O error: SQLite says "disk I/O error" when a full disk will not
+    let it grow the -shm file), "read-only", or None when ``err`` is about something else."""
+    if isinstance(err, StoreReadOnly):
+        return "read-only"
+    if isinstance(err, OSError):
+        if err.errno in _FULL_ERRNOS:
+            return "full"
+        if err.errno in _READ_ONLY_ERRNOS:
+            return "read-only"
+        return None
+    if not isinstance(err, sqlite3.Error):
+        return None
+    name = getattr(err, "sqlite_errorname", "") or ""
+    msg = str(err).lower()
+    if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or "disk is full" in msg:
+        return "full"
+    if "disk i/o error" in msg:
+        return "full"
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")):
+        return "read-only"
+    if "readonly" in msg or "read-only" in msg or "unable to open database file" in msg:
+        return "read-only"
+    return None
+
+
+def describe_problem(kind: str | None, path: Path | None, err: BaseException) -> str:
+    """The cause as a user should read it, naming the file: "disk full or I/O error: PATH (…)"
+    rather than SQLite's bare "disk I/O error"."""
+    detail = f"{type(err).__name__}: {err}"
+    if kind == "full":
+        return f"disk full or I/O error: {path} ({detail})"
+    if kind == "read-only":
+        return f"{path} is read-only ({detail})"
+    return f"{path} ({detail})"
+
+
+def protect_folder(folder: Path, created: bool = False) -> bool:
+    """Put a ``.gitignore`` of ``*`` in the store folder, so ``git add -A`` never stages the
+    store, its checkpoints or the outputs it holds, whatever the project's own ignore rules
+    (Aider adds ``.aider*`` only when its offer is accepted, never under ``--no-gitignore``).
+    Only in a folder that is the gardener's: one it just made, one named ``.aider.gardener``,
+    or one holding nothing but the gardener's files (``--gardener-store x.sqlite`` in the
+    project root must not hide the project). True when it wrote one; never raises."""
+    try:
+        folder = Path(folder)
+        target = folder / GITIGNORE
+        if target.exists() or not folder.is_dir():
+            return False
+        if not created and folder.name != STORE_DIRNAME:
+            if any(not OWN_NAMES.match(p.name) for p in folder.iterdir()):
+                return False
+        tmp = folder / f".gitignore.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, GITIGNORE_TEXT.encode("ascii"))
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        return True
+    except OSError as err:  # a read-only or full folder: nothing can be committed from it now
+        log.debug("gardener: no .gitignore in %s: %s", folder, err)
+        return False
+
+
 def _storable(text: str) -> tuple[str, bytes | None]:
     """SQLite text must be valid UTF-8; lone surrogates (from surrogateescape decoding) are kept
     exactly in the returned bytes and replaced in the text."""
@@ -533,6 +642,16 @@ class Store:
         self.busy_timeout = float(busy_timeout)
         self.session_id = session_id or new_session_id()
         self.degraded: str | None = None
+        self.read_only: str | None = None  # why, when the file could only be opened read-only
+        self.salvaged: Any = None  # salvage.Salvaged, when a corrupt file was salvaged at open
+        # Waits for another process's lock, per thread name: what a turn paid for a busy store.
+        self.busy_waits: Counter[str] = Counter()
+        self._busy_turn = False  # gave up waiting this turn: try once, never wait again
+        self._busy_said = False  # the busy line was logged; cleared by a write that succeeds
+        self._unwritten: OrderedDict[str, tuple] = OrderedDict()
+        self._unwritten_bytes = 0
+        self._unwritten_dropped: list[str] = []
+        self._unwritten_lock = threading.Lock()
         self.vectors: Any = None
         self._worker: Any = None
         self._maintenance: Any = None
@@ -562,7 +681,7 @@ class Store:
                     lambda c: c.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
                 ),
             )
-        if maintenance_interval:
+        if maintenance_interval and self.read_only is None:
             self.start_maintenance(maintenance_interval)
 
     # -- opening -------------------------------------------------------------------------------
@@ -583,14 +702,20 @@ class Store:
             f"gardener: store {self.path} is locked by another process; using a temporary "
             "in-memory store for this session (nothing will be kept)"
         )
+        aside: tuple[Path | None, BaseException] | None = None
         for attempt in range(2):
             conn = None
             try:
+                existed = self.dir.is_dir()
                 self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                protect_folder(self.dir, created=not existed)
                 _create_private(self.path)
                 conn = self._connect(str(self.path))
                 self._prepare(conn, check=True)
+                conn.execute(f"PRAGMA busy_timeout = {int(SQLITE_SLICE * 1000)}")
                 self._conn = conn
+                if aside is not None:
+                    self._salvage(*aside)
                 return
             except Exception as err:  # noqa: BLE001 - sorted below; opening must not raise
                 if conn is not None:
@@ -600,22 +725,81 @@ class Store:
                 )
                 if corrupt and attempt == 0:
                     try:
-                        self._move_aside(err)
+                        aside = (self._move_aside(), err)
                         continue
                     except OSError as move_err:
                         err = move_err
+                if aside is not None and aside[0] is not None:
+                    log.warning(
+                        "gardener: store %s was corrupt (%s); moved it to %s",
+                        self.path,
+                        aside[1],
+                        aside[0].name,
+                    )
+                problem = write_problem(err)
                 if isinstance(err, StoreBusy) or (
                     isinstance(err, sqlite3.OperationalError) and _is_busy(err)
                 ):
                     self._open_memory(locked)
                 elif isinstance(err, StoreTooNew):
                     self._open_memory(f"gardener: {err}; using a temporary in-memory store")
+                elif problem is not None and self._open_read_only(problem, err):
+                    pass
                 else:
+                    what = describe_problem(problem, self.path, err)
                     self._open_memory(
-                        f"gardener: cannot open store {self.path} ({type(err).__name__}: {err});"
-                        " using a temporary in-memory store for this session"
+                        f"gardener: cannot open store {what}; using a temporary in-memory store"
+                        " for this session"
+                        if problem is None
+                        else f"gardener: {what}: cannot open the store; using a temporary"
+                        " in-memory store for this session"
                     )
                 return
+
+    def _open_read_only(self, problem: str, err: BaseException) -> bool:
+        """A store that cannot be written (read-only file or folder, disk full) is still read:
+        recall keeps finding what earlier sessions stored (it used to open an empty in-memory
+        store instead). ``mode=ro`` needs the -shm file to exist or be creatable; where it is
+        not, ``immutable=1`` reads the main file alone, which is only right while no -wal file
+        holds committed pages. False when neither can read it (the caller degrades further)."""
+        assert self.path is not None
+        if not self.path.is_file():
+            return False
+        wal = self.path.with_name(self.path.name + "-wal")
+        uris = [self.path.as_uri() + "?mode=ro"]
+        if not wal.exists() or wal.stat().st_size == 0:
+            uris.append(self.path.as_uri() + "?immutable=1")
+        for uri in uris:
+            conn = None
+            try:
+                conn = sqlite3.connect(
+                    uri,
+                    uri=True,
+                    timeout=self.busy_timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                priority.register(conn)
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version != SCHEMA_VERSION:  # an older schema cannot be migrated read-only
+                    raise StoreError(f"schema version {version}, not {SCHEMA_VERSION}")
+                conn.execute("SELECT count(*) FROM entries").fetchone()
+                conn.execute("PRAGMA temp_store = MEMORY")
+            except Exception as ro_err:  # noqa: BLE001 - try the next way, then degrade
+                log.debug("gardener: read-only open %s failed: %s", uri, ro_err)
+                if conn is not None:
+                    conn.close()
+                continue
+            reason = describe_problem(problem, self.path, err)
+            message = (
+                f"gardener: {reason}: store opened read-only; recall still finds what it"
+                " holds, but new output is not kept (it enters the chat compressed)"
+            )
+            log.warning(message)
+            self.read_only = self.degraded = message
+            self._conn = conn
+            return True
+        return False
 
     def _open_memory(self, reason: str | None) -> None:
         if reason:
@@ -663,7 +847,9 @@ class Store:
             self._write(step, conn=conn)
             current = version
 
-    def _move_aside(self, err: BaseException) -> None:
+    def _move_aside(self) -> Path | None:
+        """Move the damaged file (and its -wal) aside, byte for byte; None when another
+        process moved it first (that process salvages it)."""
         assert self.path is not None
         stamp = time.strftime("%Y%m%d-%H%M%S")
         target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
@@ -673,19 +859,42 @@ class Store:
             n += 1
         try:
             os.replace(self.path, target)
-            for suffix in ("-wal", "-shm"):
-                side = self.path.with_name(self.path.name + suffix)
-                if side.exists():
-                    if suffix == "-wal":
-                        os.replace(side, target.with_name(target.name + suffix))
-                    else:
-                        side.unlink()
         except FileNotFoundError:
-            pass  # another process moved it first; it will have started the fresh one
+            return None
+        for suffix in ("-wal", "-shm"):
+            side = self.path.with_name(self.path.name + suffix)
+            try:
+                if suffix == "-wal":
+                    os.replace(side, target.with_name(target.name + suffix))
+                else:
+                    side.unlink()
+            except FileNotFoundError:
+                pass
+        return target
+
+    def _salvage(self, target: Path | None, err: BaseException) -> None:
+        """Copy what the damaged file still holds into the fresh store; one line says how
+        much came back and where the damaged file is kept (it used to say only the latter:
+        every old entry dropped out of recall for one bad page)."""
+        if target is None:
+            log.warning(
+                "gardener: store %s was corrupt; another process set it aside and salvages it",
+                self.path,
+            )
+            return
+        from .salvage import salvage
+
+        try:
+            self.salvaged = salvage(target, self)
+            saved = self.salvaged.summary()
+        except Exception as salvage_err:  # noqa: BLE001 - a fresh store is still a store
+            log.debug("gardener: salvage of %s failed", target, exc_info=True)
+            saved = f"salvaging it failed ({type(salvage_err).__name__}: {salvage_err})"
         log.warning(
-            "gardener: store %s was corrupt (%s); moved it to %s and started a fresh store",
+            "gardener: store %s was corrupt (%s); %s; the damaged file is kept as %s",
             self.path,
-            err,
+            " ".join(str(err).split()),
+            saved,
             target.name,
         )
 
@@ -764,36 +973,80 @@ class Store:
             log.warning(message)
 
     def _guard(self, what: str, default: T, fn: Callable[[], T]) -> T:
-        """Run a public operation; an internal failure becomes one log line and ``default``."""
+        """Run a public operation; an internal failure becomes one log line and ``default``. A
+        busy or read-only store was said once already (the busy line, the open line): its
+        failures are silent here, or every skipped step would add a line of its own."""
         if self._closed:
             return default
         try:
             return fn()
+        except (StoreBusy, StoreReadOnly):
+            return default
         except Exception as err:  # noqa: BLE001 - the gardener must never crash the host
             self._warn_once(
                 what, f"gardener: store {what} failed ({type(err).__name__}: {err}); continuing"
             )
             return default
 
+    def new_turn(self) -> None:
+        """The caller's next unit of work began (Aider: the user's next input): a store found
+        busy earlier may be waited for once more."""
+        self._busy_turn = False
+
+    @property
+    def busy(self) -> bool:
+        """Another process held the lock past ``busy_timeout`` and no write has succeeded
+        since: writes are being skipped (entries queued for ``flush_unwritten``)."""
+        return self._busy_said
+
+    def _gave_up(self, started: float, opening: bool = False) -> StoreBusy:
+        """Waiting for another process's lock timed out: skip the rest of this turn's waits,
+        and say so once until a write gets through again (at open, ``_open`` says it)."""
+        if opening:
+            return StoreBusy(f"store locked by another process for over {self.busy_timeout:g} s")
+        self._busy_turn = True
+        if not self._busy_said:
+            self._busy_said = True
+            waited = time.monotonic() - started
+            log.warning(
+                "gardener: store %s is locked by another process (waited %s s): store work is"
+                " skipped for the rest of this turn; entries that could not be written are kept"
+                " and written once it is free",
+                self.path,
+                f"{waited:.0f}" if waited >= 1 else f"{waited:.1f}",
+            )
+        return StoreBusy(f"store locked by another process for over {self.busy_timeout:g} s")
+
+    def _got_through(self) -> None:
+        if self._busy_turn or self._busy_said:
+            if self._busy_said:
+                log.info("gardener: store %s is writable again", self.path)
+            self._busy_turn = self._busy_said = False
+
     def _write(
         self, fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection | None = None
     ) -> T:
         """Run ``fn`` in one short ``BEGIN IMMEDIATE`` transaction, retrying while another
-        process holds the write lock (SQLite's busy handler waits first; the loop also covers
-        the busy cases that bypass it) until ``busy_timeout`` has passed."""
-        deadline = time.monotonic() + self.busy_timeout
+        process holds the write lock until ``busy_timeout`` has passed, or trying once when
+        this turn already waited that long (see the module docstring). The store's lock is
+        released between attempts, so other threads' reads and writes go on meanwhile."""
+        if self.read_only is not None and conn is None:
+            raise StoreReadOnly(self.read_only)
+        started = time.monotonic()
+        quick = self._busy_turn and conn is None
+        deadline = started + (0.0 if quick else self.busy_timeout)
         delay = 0.005
-        with self._lock:
-            c = conn or self._conn
-            if c is None:
-                raise StoreError("store is closed")
-            while True:
+        waited = False
+        while True:
+            with self._lock:
+                c = conn or self._conn
+                if c is None:
+                    raise StoreError("store is closed")
                 try:
                     c.execute("BEGIN IMMEDIATE")
                     try:
                         out = fn(c)
                         c.execute("COMMIT")
-                        return out
                     except BaseException:
                         if c.in_transaction:
                             c.execute("ROLLBACK")
@@ -801,25 +1054,44 @@ class Store:
                 except sqlite3.OperationalError as err:
                     if not _is_busy(err):
                         raise
-                    if time.monotonic() >= deadline:
-                        raise StoreBusy(
-                            f"store locked by another process for over {self.busy_timeout:g} s"
-                        ) from err
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.2)
+                    busy_err = err
+                else:
+                    if conn is None:
+                        self._got_through()
+                    return out
+            now = time.monotonic()
+            if now >= deadline:
+                raise self._gave_up(started, opening=conn is not None) from busy_err
+            if not waited:
+                waited = True
+                self.busy_waits[threading.current_thread().name] += 1
+            time.sleep(min(delay, deadline - now))
+            delay = min(delay * 2, 0.1)
 
     def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        deadline = time.monotonic() + self.busy_timeout
-        with self._lock:
-            if self._conn is None:
-                raise StoreError("store is closed")
-            while True:
+        """Run ``fn`` on the connection; WAL readers are not blocked by a writer, so this
+        waits only for the rare lock a reader needs (recovery, another process in exclusive
+        locking mode), under the same once-per-turn rule as ``_write``."""
+        started = time.monotonic()
+        deadline = started + (0.0 if self._busy_turn else self.busy_timeout)
+        waited = False
+        while True:
+            with self._lock:
+                if self._conn is None:
+                    raise StoreError("store is closed")
                 try:
                     return fn(self._conn)
                 except sqlite3.OperationalError as err:
-                    if not _is_busy(err) or time.monotonic() >= deadline:
+                    if not _is_busy(err):
                         raise
-                    time.sleep(0.02)
+                    busy_err = err
+            now = time.monotonic()
+            if now >= deadline:
+                raise self._gave_up(started) from busy_err
+            if not waited:
+                waited = True
+                self.busy_waits[threading.current_thread().name] += 1
+            time.sleep(min(0.02, deadline - now))
 
     # For the store package's own modules (maintenance, pressure): guarded, retried access.
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -872,7 +1144,10 @@ class Store:
             result = _verbatim(data, forced)
         entry = self._new_entry(result, data, source, tool, pinned, ttl)
         if self._closed:
-            entry.stored = False
+            entry.stored, entry.not_stored = False, "closed"
+            return entry
+        if self.read_only is not None:  # said at open; chunking would be work for nothing
+            entry.stored, entry.not_stored = False, "read-only"
             return entry
         chunks = self._chunk(entry.original, result.cls)
         keys = priority.extract_keys(entry.summary)
@@ -881,18 +1156,82 @@ class Store:
         try:
             stored = self._write(lambda c: self._insert(c, entry, chunks, keys, reply_to))
         except Exception as err:  # noqa: BLE001
+            entry.stored = False
+            if isinstance(err, StoreBusy):
+                entry.not_stored = "busy"  # the busy line said so; written once it is free
+                self._keep_unwritten(entry, chunks, keys, reply_to)
+                return entry
+            problem = write_problem(err)
+            entry.not_stored = problem or "error"
             self._warn_once(
                 "ingest",
-                f"gardener: could not store entry {entry.id} ({type(err).__name__}: {err}); "
-                "keep its original in context",
+                f"gardener: could not store entry {entry.id}"
+                f" ({describe_problem(problem, self.path, err)}); its original is not kept",
             )
-            entry.stored = False
             return entry
+        self._stored_one(bool(chunks))
+        return stored
+
+    def _stored_one(self, chunks: bool) -> None:
         if self._checkpointer is not None:
             self._checkpointer.poke()
         if self._worker is not None and chunks:
             self._worker.notify()  # embed now rather than at the worker's next poll
-        return stored
+
+    # -- entries a busy store could not write ----------------------------------------------------
+
+    def _keep_unwritten(self, entry: Entry, chunks: list[str], keys: list[str], reply_to) -> None:
+        size = len(entry.original) + len(entry.raw or b"") + sum(len(t) for t in chunks)
+        with self._unwritten_lock:
+            if entry.id in self._unwritten:
+                return
+            self._unwritten[entry.id] = (entry, chunks, keys, reply_to, size)
+            self._unwritten_bytes += size
+            while self._unwritten_bytes > MAX_UNWRITTEN_BYTES and len(self._unwritten) > 1:
+                eid, item = self._unwritten.popitem(last=False)
+                self._unwritten_bytes -= item[-1]
+                self._unwritten_dropped.append(eid)
+                self._warn_once(
+                    "unwritten",
+                    f"gardener: the store stayed locked while over {MAX_UNWRITTEN_BYTES >> 20} MB"
+                    " waited to be written; the oldest entries are given up (their summaries"
+                    " stay in the chat)",
+                )
+
+    def unwritten_count(self) -> int:
+        """Entries kept in memory because the store was busy, waiting for ``flush_unwritten``."""
+        return len(self._unwritten) + len(self._unwritten_dropped)
+
+    def flush_unwritten(self) -> tuple[list[Entry], list[str]]:
+        """Write the entries a busy store could not take, oldest first, stopping at the first
+        that still finds it busy. Returns (entries written now, ids given up for good: over
+        ``MAX_UNWRITTEN_BYTES``, or failing for another reason)."""
+        with self._unwritten_lock:
+            items = list(self._unwritten.values())
+            dropped, self._unwritten_dropped = self._unwritten_dropped, []
+        written: list[Entry] = []
+        for entry, chunks, keys, reply_to, size in items:
+            try:
+                row = self._write(
+                    lambda c, e=entry, k=chunks, y=keys, r=reply_to: self._insert(c, e, k, y, r)
+                )
+            except StoreBusy:
+                break
+            except Exception as err:  # noqa: BLE001 - e.g. the disk filled meanwhile
+                problem = write_problem(err)
+                self._warn_once(
+                    "ingest",
+                    f"gardener: could not store entry {entry.id}"
+                    f" ({describe_problem(problem, self.path, err)}); its original is not kept",
+                )
+                dropped.append(entry.id)
+            else:
+                written.append(replace(row, stored=True, not_stored=None))
+                self._stored_one(bool(chunks))
+            with self._unwritten_lock:
+                if self._unwritten.pop(entry.id, None) is not None:
+                    self._unwritten_bytes -= size
+        return written, dropped
 
     def _new_entry(self, result, data, source, tool, pinned, ttl) -> Entry:
         now = time.time()
@@ -1543,6 +1882,8 @@ class Store:
     def close(self) -> None:
         if self._closed:
             return
+        if self._unwritten or self._unwritten_dropped:
+            self._close_unwritten()
         for helper in (self._maintenance, self._worker, self.vectors, self._checkpointer):
             if helper is not None:
                 try:
@@ -1558,6 +1899,23 @@ class Store:
                     pass
                 self._conn.close()
                 self._conn = None
+
+    def _close_unwritten(self) -> None:
+        """Last chance for entries a busy store could not take: one more wait (none when this
+        turn already waited), then one line for what is still unwritten."""
+        try:
+            self.flush_unwritten()
+        except Exception as err:  # noqa: BLE001
+            log.debug("gardener: flushing unwritten entries failed: %s", err)
+        left = len(self._unwritten)
+        if left:
+            log.warning(
+                "gardener: %d entr%s could not be stored before exit: store %s is still locked by"
+                " another process",
+                left,
+                "y" if left == 1 else "ies",
+                self.path,
+            )
 
     def __enter__(self) -> "Store":
         return self

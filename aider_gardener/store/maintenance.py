@@ -131,7 +131,11 @@ def vacuum_if_large(
 
 
 def run_once(store: "Store", now: float | None = None) -> dict[str, Any]:
-    """One maintenance pass; each step is independent, so one failing does not stop the rest."""
+    """One maintenance pass; each step is independent, so one failing does not stop the rest.
+    A store another process keeps locked ends the pass quietly (the store said so once, and
+    each step would wait again), as does a read-only one: the next pass tries again."""
+    from .db import StoreBusy, StoreReadOnly
+
     now = time.time() if now is None else now
     report: dict[str, Any] = {}
     steps = (
@@ -144,6 +148,9 @@ def run_once(store: "Store", now: float | None = None) -> dict[str, Any]:
     for name, fn in steps:
         try:
             report[name] = fn()
+        except (StoreBusy, StoreReadOnly):
+            report[name] = None
+            break
         except Exception as err:  # noqa: BLE001 - maintenance must never take the host down
             report[name] = None
             store._warn_once(

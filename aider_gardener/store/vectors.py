@@ -56,8 +56,11 @@ class VectorIndex:
         collection: str,
         where: str,
         writer_lock: Path | None = None,
+        server: bool = False,
     ) -> None:
         self._connect = connect
+        self.server = server  # a Chroma server (``where`` is its URL), not a local folder
+        self.last_error: str | None = None  # the backend's last failure, for messages
         self._writer_lock = writer_lock
         self._writer_fd: int | None = None  # held flock, or _NO_LOCKING where flock is missing
         self._writer_mutex = threading.Lock()
@@ -105,12 +108,27 @@ class VectorIndex:
             self._unhealthy(err)
             return False
         if not self.healthy:
-            log.warning(
-                "gardener: vector store at %s is back; recall uses vectors again", self.where
-            )
+            log.warning("gardener: %s is back; recall uses vectors again", self._backend())
             self._warned = False
         self.healthy = True
+        self.last_error = None
         return True
+
+    def _backend(self) -> str:
+        if self.server:
+            return f"Chroma server {self.where} (--gardener-chroma-url)"
+        return f"vector store at {self.where}"
+
+    def describe_failure(self) -> str:
+        """Why vectors do not answer, naming what failed: the model, or the server or folder
+        that holds the vectors (a dead ``--gardener-chroma-url`` was reported as a model that
+        could not be loaded)."""
+        if self.permanent_failure:
+            return f"the embedding model could not be loaded ({self.permanent_failure})"
+        error = f" ({self.last_error})" if self.last_error else ""
+        if self.server:
+            return f"the Chroma server at {self.where} does not answer{error}"
+        return f"the vector store at {self.where} could not be opened{error}"
 
     def can_write(self) -> bool:
         """Embedded chromadb is not safe with two writing processes, so the first gardener on a
@@ -362,13 +380,18 @@ class VectorIndex:
         self.healthy = False
         self._client = None
         self._collection = None
+        self.last_error = f"{type(err).__name__}: {_first_line(err)}"
         if not self._warned:
             self._warned = True
+            what, until = (
+                ("does not answer", "until it does") if self.server else ("failed", "only")
+            )
             log.warning(
-                "gardener: vector store at %s failed (%s: %s); recall uses full-text search only",
-                self.where,
-                type(err).__name__,
-                _first_line(err),
+                "gardener: %s %s (%s); recall uses full-text search %s",
+                self._backend(),
+                what,
+                self.last_error,
+                until,
             )
 
     def _fail_permanently(self, reason: str) -> None:
@@ -392,7 +415,7 @@ def open_index(store_dir: Path, chroma_url: str | None = None) -> VectorIndex | 
             host, port, ssl = parse_url(chroma_url)
             name = os.environ.get(COLLECTION_ENV) or server_collection_name(store_dir)
             name = model_choice.collection_name(name, model)
-            return VectorIndex(lambda: _http_client(host, port, ssl), name, chroma_url)
+            return VectorIndex(lambda: _http_client(host, port, ssl), name, chroma_url, server=True)
         path = Path(store_dir) / "chroma"
         name = os.environ.get(COLLECTION_ENV) or EMBEDDED_COLLECTION
         name = model_choice.collection_name(name, model)

@@ -407,8 +407,9 @@ class EmbeddingWorker:
 
         if embeddings.loaded():
             self.model_state = "ready"
-            self.index.warm()
-            if embeddings.preloading() and embeddings.claim_ready_note():
+            if not self.index.warm():
+                self._note_failure()
+            elif embeddings.preloading() and embeddings.claim_ready_note():
                 self._note_ready(embeddings.load_seconds())
             return
         self.model_state = "loading"
@@ -420,14 +421,20 @@ class EmbeddingWorker:
         start = time.monotonic()
         ok = self.index.warm()
         self.model_state = "ready" if ok else "failed"
-        if ok and embeddings.claim_ready_note():
+        if not ok:
+            self._note_failure()
+        elif embeddings.claim_ready_note():
             self._note_ready(embeddings.load_seconds() or time.monotonic() - start)
-        else:
-            self._note(
-                "gardener: the embedding model could not be loaded"
-                f" ({self.index.permanent_failure or 'vector store unavailable'});"
-                " /recall uses full-text search only"
-            )
+
+    def _note_failure(self) -> None:
+        """Name what failed: a dead ``--gardener-chroma-url`` was reported as an embedding
+        model that could not be loaded."""
+        index = self.index
+        server = getattr(index, "server", False) and not index.permanent_failure
+        describe = getattr(index, "describe_failure", None)
+        why = describe() if describe else "the vector index is unavailable"
+        until = " until it answers" if server else " only"
+        self._note(f"gardener: no search by meaning: {why}; /recall uses full-text search{until}")
 
     def _note_ready(self, seconds: float) -> None:
         from . import embeddings, model_choice

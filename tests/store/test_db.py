@@ -6,6 +6,7 @@ import logging
 import os
 import sqlite3
 import stat
+import subprocess
 import time
 
 import pytest
@@ -82,6 +83,64 @@ def test_outside_a_repository_the_folder_goes_in_the_directory(tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     assert resolve_location(root=plain)[0] == plain.resolve() / STORE_DIRNAME
+
+
+def _git(repo, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def _staged_after_add_all(repo) -> list[str]:
+    _git(repo, "add", "-A")
+    return _git(repo, "diff", "--cached", "--name-only").split()
+
+
+@pytest.fixture
+def git_repo(tmp_path):
+    """A real repository without Aider's ``.aider*`` ignore line (``--no-gitignore``)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "app.py").write_text("print('hi')\n")
+    return repo
+
+
+def test_git_add_all_never_stages_the_store(git_repo):
+    with Store(root=git_repo, vectors=False) as s:
+        assert s.dir == git_repo.resolve() / STORE_DIRNAME
+        s.ingest("API_KEY=secret-value printed by a command " * 20, Source(role="tool"))
+        (s.dir / "checkpoints").mkdir()
+        (s.dir / "checkpoints" / "20250101-120000.md").write_text("---\nsession: x\n---\n")
+        (s.dir / "shown").mkdir()
+        (s.dir / "shown" / "x.txt").write_text("an original shown in full")
+        staged = _staged_after_add_all(git_repo)
+    assert staged == ["app.py"]  # the project's file, nothing of .aider.gardener/
+    assert (s.dir / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert _git(git_repo, "status", "--porcelain", "--ignored").count(STORE_DIRNAME) == 1
+
+
+def test_an_existing_store_folder_without_gitignore_gets_one(git_repo):
+    with Store(root=git_repo, vectors=False) as s:
+        folder = s.dir
+    (folder / ".gitignore").unlink()  # a folder an older gardener made
+    assert any(p.startswith(STORE_DIRNAME) for p in _staged_after_add_all(git_repo))
+    _git(git_repo, "reset", "-q")
+    with Store(root=git_repo, vectors=False):
+        pass
+    assert _staged_after_add_all(git_repo) == ["app.py"]
+
+
+def test_a_store_file_in_the_project_root_never_hides_the_project(git_repo):
+    """``--gardener-store x.sqlite`` in the project: its folder is the project's, so no
+    ``.gitignore`` of ``*`` is written there (a store folder of its own gets one)."""
+    with Store(git_repo / "mine.sqlite", vectors=False):
+        pass
+    assert not (git_repo / ".gitignore").exists()
+    assert "app.py" in _staged_after_add_all(git_repo)
+    with Store(git_repo / "stores" / "new", vectors=False) as s:
+        assert (s.dir / ".gitignore").is_file()
+    assert not [p for p in _staged_after_add_all(git_repo) if p.startswith("stores/")]
 
 
 def test_file_is_private_and_in_wal_mode(store):

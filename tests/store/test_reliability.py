@@ -1,6 +1,8 @@
-"""The store under real trouble: concurrent processes, SIGKILL, a corrupt file, a held lock.
+"""The store under real trouble: concurrent processes, SIGKILL, a corrupt file, a held lock, a
+full disk, a read-only file or folder.
 
-Every test uses real processes on a real SQLite file; nothing is mocked.
+Every test uses real processes on a real SQLite file; nothing is mocked. Full disks and
+read-only files are real where mount rights allow (``mounts.py``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import json
 import logging
 import multiprocessing as mp
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -19,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from aider_gardener.store import Store
+from aider_gardener.store import Store, maintenance, salvage
 from aider_gardener.store.db import SCHEMA_VERSION, STORE_FILENAME
 from aider_gardener.types import Source
+from tests.store.mounts import read_only, small_disk
 
 ROOT = Path(__file__).resolve().parents[2]
 PER_PROCESS = 300
@@ -225,6 +229,7 @@ def test_corrupt_file_is_moved_aside_and_a_fresh_store_starts(tmp_path, caplog, 
         assert moved[0].read_bytes() == damaged  # kept for inspection, byte for byte
         msgs = [r.getMessage() for r in caplog.records if r.name.startswith("aider_gardener.store")]
         assert len(msgs) == 1 and "corrupt" in msgs[0] and moved[0].name in msgs[0]
+        assert "no entry could be saved" in msgs[0]  # nothing of these two can be read
         assert s.degraded is None and s.path == path
         assert s.list_entries() == []
         e = s.ingest("a fresh start " * 20)
@@ -274,7 +279,9 @@ def test_store_locked_at_open_degrades_with_one_message(tmp_path, caplog):
     assert not list(folder.glob("*.corrupt-*"))  # a lock is not corruption
 
 
-def test_lock_held_during_session_fails_writes_softly(tmp_path, caplog):
+def test_lock_held_during_session_queues_writes_with_one_line(tmp_path, caplog):
+    """A lock held past ``busy_timeout``: one wait, one line, then every write tries once
+    without waiting; the entries that could not be written are written once it is free."""
     folder = tmp_path / "gs"
     s = Store(folder, vectors=False, busy_timeout=0.3)
     before = s.ingest("written before the lock " * 10)
@@ -283,16 +290,268 @@ def test_lock_held_during_session_fails_writes_softly(tmp_path, caplog):
         with caplog.at_level(logging.WARNING, logger="aider_gardener.store"):
             blocked = [s.ingest(f"blocked write number {i} " * 10) for i in range(3)]
             assert s.forget(before.id) is False
-        assert all(not e.stored for e in blocked)
+            s.new_turn()  # the next turn waits once more, and says nothing new
+            blocked.append(s.ingest("blocked in the next turn " * 10))
+            s.bump("recalls")
+        assert all(not e.stored and e.not_stored == "busy" for e in blocked)
         assert all(e.summary for e in blocked)  # the caller still gets a usable result
+        assert s.busy and s.unwritten_count() == 4
+        assert s.busy_waits["MainThread"] == 2  # one per turn, not one per call
         # WAL: reading goes on while another process writes
         assert [i for i, _ in s.fts_search("written before", 5)] == [before.id]
         msgs = [r.getMessage() for r in caplog.records if r.name.startswith("aider_gardener.store")]
-        assert len([m for m in msgs if "could not store" in m]) == 1  # said once, not per call
+        assert len(msgs) == 1 and "locked by another process" in msgs[0]  # said once
     finally:
         holder.kill()
         holder.wait()
+    written, dropped = s.flush_unwritten()
+    assert [e.id for e in written] == [e.id for e in blocked] and dropped == []
+    assert all(e.stored for e in written) and not s.busy
+    assert set(s.get_entries([e.id for e in blocked])) == {e.id for e in blocked}
+    assert s.fts_search("blocked in the next turn", 1)[0][0] == blocked[-1].id
     after = s.ingest("written after the lock " * 10)
     assert after.stored and s.get(after.id) is not None
     assert s.forget(before.id)
     s.close()
+
+
+def test_entries_still_unwritten_at_close_are_written_then(tmp_path):
+    folder = tmp_path / "gs"
+    s = Store(folder, vectors=False, busy_timeout=0.3)
+    holder = _hold_lock(s.path, "IMMEDIATE", exclusive_mode=False)
+    try:
+        queued = s.ingest("queued while locked " * 10)
+        assert queued.not_stored == "busy"
+    finally:
+        holder.kill()
+        holder.wait()
+    s.close()
+    with Store(folder, vectors=False) as again:
+        assert again.get(queued.id).original == queued.original
+
+
+# --- one bad page: salvage --------------------------------------------------------------------
+
+
+def _fill_store(folder: Path, n: int) -> tuple[Path, list[str]]:
+    with Store(folder, vectors=False) as s:
+        ids = [
+            s.ingest(_text("salvage", i), Source(role="tool", command="pytest")).id
+            for i in range(n)
+        ]
+        assert s.read(lambda c: c.execute("SELECT count(*) FROM entries").fetchone()[0]) == n
+        return s.path, ids
+
+
+def _garbage_mid_file(path: Path) -> bytes:
+    """4 KB of random bytes over the middle of the file, as a bad sector or a stray write."""
+    data = bytearray(path.read_bytes())
+    mid = len(data) // 2
+    data[mid : mid + 4096] = os.urandom(4096)
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def _store_messages(caplog) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("aider_gardener.store") and r.levelno >= logging.WARNING
+    ]
+
+
+@pytest.mark.parametrize("cli", ["default", "none"], ids=["sqlite3-cli-if-it-works", "rows-only"])
+def test_one_corrupt_page_keeps_the_rest_of_the_store(tmp_path, caplog, monkeypatch, cli):
+    if cli == "none":
+        monkeypatch.setattr(salvage, "SQLITE_CLI", None)
+    folder = tmp_path / "gs"
+    path, ids = _fill_store(folder, 300)
+    damaged = _garbage_mid_file(path)
+    probe = sqlite3.connect(path.as_uri() + "?immutable=1", uri=True)
+    try:
+        verdict = probe.execute("PRAGMA integrity_check").fetchall()
+    except sqlite3.DatabaseError as err:
+        verdict = str(err)
+    probe.close()
+    assert verdict != [("ok",)]  # really damaged: SQLite itself says so
+    with caplog.at_level(logging.WARNING, logger="aider_gardener.store"):
+        s = Store(folder, vectors=False)
+    try:
+        back = s.get_entries(ids)
+        assert len(back) >= 0.9 * len(ids)  # one page of 4 KB holds a few entries at most
+        msgs = _store_messages(caplog)
+        assert len(msgs) == 1
+        said = re.search(r"saved (\d+) of (\d+) entries", msgs[0])
+        assert said, msgs[0]
+        assert int(said[1]) == len(back) and len(back) <= int(said[2]) <= len(ids)
+        moved = [p for p in folder.glob(f"{STORE_FILENAME}.corrupt-*")]
+        assert len(moved) == 1 and moved[0].read_bytes() == damaged  # kept, byte for byte
+        assert moved[0].name in msgs[0]
+        for i in range(0, len(ids), 25):
+            if ids[i] not in back:
+                continue
+            assert back[ids[i]].original == _text("salvage", i)  # the original, exactly
+            query = f"FAILED tests/test_salvage.py::test_case_{i}"
+            assert s.recall(query, limit=1)[0].entry_id == ids[i]  # recall finds it again
+        # the fresh store is whole: full-text index, chunks and session links for every entry
+        s.read(
+            lambda c: c.execute("INSERT INTO entries_fts(entries_fts) VALUES ('integrity-check')")
+        )
+        assert s.read(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0]) == "ok"
+        lacking = s.read(
+            lambda c: c.execute(
+                "SELECT count(*) FROM entries e WHERE NOT EXISTS (SELECT 1 FROM chunks k"
+                " WHERE k.entry_id = e.id) OR NOT EXISTS (SELECT 1 FROM entry_sessions x"
+                " WHERE x.entry_id = e.id) OR NOT EXISTS (SELECT 1 FROM entry_keys y"
+                " WHERE y.entry_id = e.id)"
+            ).fetchone()[0]
+        )
+        assert lacking == 0
+        assert len(s.sessions()) == 2  # the salvaged one and this one
+        assert s.ingest("written after the salvage " * 20).stored
+    finally:
+        s.close()
+
+
+def test_a_lost_table_page_is_made_again_from_the_entries(tmp_path, caplog):
+    """The pages of chunks and keys are lost, the entries are not: chunks are made again and
+    wait for the embedding worker; keys and session links are made again."""
+    folder = tmp_path / "gs"
+    path, ids = _fill_store(folder, 40)
+    with sqlite3.connect(path) as c:
+        roots = dict(c.execute("SELECT name, rootpage FROM sqlite_master").fetchall())
+    data = bytearray(path.read_bytes())
+    for table in ("chunks", "entry_keys", "entry_sessions"):
+        at = (roots[table] - 1) * 4096
+        data[at : at + 4096] = os.urandom(4096)
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, logger="aider_gardener.store"):
+        s = Store(folder, vectors=False)
+    try:
+        assert set(s.get_entries(ids)) == set(ids)
+        assert "saved 40 of 40 entries" in _store_messages(caplog)[0]
+        assert s.pending_count() > 0  # remade chunks are queued for their vectors
+        assert s.pending_count() == s.read(
+            lambda c: c.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        )
+        assert s.fts_search("test_case_7", 5)[0][0] == ids[7]
+        scoped = Store(folder, vectors=False, scope="session", session_id=s.get(ids[0]).session_id)
+        try:
+            assert set(scoped.get_entries(ids)) == set(ids)  # session links made again
+        finally:
+            scoped.close()
+    finally:
+        s.close()
+
+
+def test_salvage_copies_every_kind_of_entry_exactly(tmp_path):
+    """What the store keeps in odd forms (bytes, invalid UTF-8, lone surrogates, a long log)
+    survives the id check salvage makes on every entry."""
+    inputs = [
+        b"\x00\x01binary\xff\xfe" * 40,
+        "Gr\xfc\xdfe latin-1 text ".encode("latin-1") * 10,
+        "lone \udcff surrogate " * 10,
+        "".join(f"INFO step {i} done\n" for i in range(3000)),
+        "plain prose about the parser and its tests " * 5,
+    ]
+    with Store(tmp_path / "a", vectors=False) as a:
+        entries = [a.ingest(x) for x in inputs]
+        source = a.path
+    with Store(tmp_path / "b", vectors=False) as b:
+        report = salvage.salvage(source, b)
+        assert report.entries == len(inputs) and report.unreadable == 0
+        for e in entries:
+            got = b.get(e.id)
+            assert got is not None and got.original == e.original and got.raw == e.raw
+    assert sqlite3.connect(source).execute("PRAGMA quick_check").fetchone()[0] == "ok"
+
+
+# --- a full disk, a read-only store -----------------------------------------------------------
+
+
+BIG = "".join(f"INFO job {i} wrote block {i * 7919 % 100003} of the archive\n" for i in range(8000))
+
+
+def test_a_full_disk_fails_ingest_softly_and_recall_goes_on(tmp_path, caplog):
+    folder = tmp_path / "gs"
+    with small_disk(folder, 1024) as fill:
+        s = Store(folder, vectors=False)
+        try:
+            kept = [s.ingest(_text("kept", i)) for i in range(5)]
+            assert all(e.stored for e in kept)
+            how = fill(s)
+            with caplog.at_level(logging.WARNING, logger="aider_gardener.store"):
+                lost = [
+                    s.ingest(BIG + f"run {i}\n", Source(role="tool", command="tar"))
+                    for i in range(3)
+                ]
+            assert not any(e.stored for e in lost), how
+            assert all(e.tokens_summary < e.tokens_original / 10 for e in lost)  # still compressed
+            msgs = _store_messages(caplog)
+            assert len(msgs) == 1, msgs  # said once, not per entry
+            assert "disk full or I/O error" in msgs[0] and str(s.path) in msgs[0]
+            assert all(e.not_stored == "full" for e in lost)
+            assert set(s.get_entries([e.id for e in kept])) == {e.id for e in kept}
+            assert s.fts_search("test_case_3", 1)[0][0] == kept[3].id
+            assert s.unwritten_count() == 0  # not queued: a full disk is not a lock
+        finally:
+            s.close()
+
+
+def test_a_full_disk_at_open_names_the_disk_and_still_reads_the_store(tmp_path, caplog):
+    folder = tmp_path / "gs"
+    with small_disk(folder, 1024) as fill:
+        with Store(folder, vectors=False) as s:
+            kept = [s.ingest(_text("kept", i)) for i in range(5)]
+            path = s.path
+        if fill(None) != "tmpfs":
+            pytest.skip("needs a real full disk (mount rights)")
+        with caplog.at_level(logging.WARNING, logger="aider_gardener.store"):
+            s = Store(folder, vectors=False)
+        try:
+            assert set(s.get_entries([e.id for e in kept])) == {e.id for e in kept}
+            assert s.recall("test_case_2 AssertionError", limit=1)[0].entry_id == kept[2].id
+            msgs = _store_messages(caplog)
+            assert len(msgs) == 1 and msgs[0] == s.degraded
+            assert msgs[0].startswith(f"gardener: disk full or I/O error: {path} (")
+            assert s.read_only and s.path == path
+            e = s.ingest(BIG)
+            assert not e.stored and e.not_stored == "read-only"
+        finally:
+            s.close()
+        assert len(_store_messages(caplog)) == 1
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_read_only_store_is_still_recalled(tmp_path, caplog, what):
+    """A read-only file opens with ``mode=ro`` (its folder still takes the -shm file); a
+    read-only folder with ``immutable=1``. Either way recall finds every earlier entry (it
+    used to open an empty in-memory store) and nothing else is said after the open line."""
+    folder = tmp_path / "gs"
+    with Store(folder, vectors=False) as s:
+        kept = [
+            s.ingest(_text("kept", i), Source(role="tool", command="pytest")) for i in range(20)
+        ]
+        path = s.path
+    before = path.read_bytes()
+    with read_only(path if what == "file" else folder):
+        with caplog.at_level(logging.WARNING, logger="aider_gardener"):
+            s = Store(folder, vectors=False, maintenance_interval=None)
+            try:
+                assert set(s.get_entries([e.id for e in kept])) == {e.id for e in kept}
+                assert s.recall("test_case_13 AssertionError", limit=1)[0].entry_id == kept[13].id
+                assert s.get(kept[4].id).original == kept[4].original
+                assert s.read_only and s.degraded == s.read_only and s.path == path
+                assert "read-only" in s.read_only and str(path) in s.read_only
+                e = s.ingest(BIG, Source(role="tool", command="tar"))
+                assert not e.stored and e.not_stored == "read-only"
+                assert e.tokens_summary < e.tokens_original / 10
+                s.bump("recalls")
+                s.touch([kept[0].id])
+                assert s.forget(kept[1].id) is False
+                maintenance.run_once(s)
+            finally:
+                s.close()
+        msgs = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert msgs == [s.read_only]  # one line, at open
+    assert path.read_bytes() == before

@@ -269,6 +269,32 @@ def test_store_survives_the_server_going_away(tmp_path, server, caplog, monkeypa
         store.close()
 
 
+def test_a_dead_server_is_named_not_the_embedding_model(tmp_path, caplog):
+    """A ``--gardener-chroma-url`` nothing answers at: the lines name that URL (the worker's
+    note blamed the embedding model: "could not be loaded (vector store unavailable)")."""
+    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    with caplog.at_level(logging.WARNING):
+        store = Store(tmp_path / "gs", chroma_url=url, maintenance_interval=None)
+        try:
+            note = store.ingest("A note about the config parser.", Source(role="user"))
+            said: list[str] = []
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                said += [n for n in worker.take_notes(store) if "loading the embedding" not in n]
+                if said:
+                    break
+                time.sleep(0.1)
+            assert len(said) == 1, said
+            assert f"the Chroma server at {url} does not answer" in said[0]
+            assert "could not be loaded" not in said[0] and "embedding model" not in said[0]
+            hits = store.recall("config parser")
+            assert hits[0].entry_id == note.id and hits[0].via == "fts"
+        finally:
+            store.close()
+    warned = vector_warnings(caplog)
+    assert len(warned) == 1 and url in warned[0] and "--gardener-chroma-url" in warned[0]
+
+
 # --- issue 15: the query embedding ------------------------------------------------------------
 
 
