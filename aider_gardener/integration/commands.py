@@ -187,9 +187,15 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         sync(session, self.coder)
         meta = session.meta(cur[index])
         if meta is not None and meta.state == "summary":
+            if meta.stored:
+                where = f"full text: /show {meta.entry_id}"
+            elif meta.pending_id:
+                where = f"full text stored once the store is free: /show {meta.pending_id}"
+            else:
+                where = "the full text could not be kept"
             self.io.tool_output(
                 f"gardener: output compressed from {meta.tokens_full:,} to"
-                f" {meta.tokens_summary:,} tokens (full text: /show {meta.entry_id})"
+                f" {meta.tokens_summary:,} tokens ({where})"
             )
         notes = take_notes(session.store)
         if meta is not None and meta.stored:

@@ -114,7 +114,9 @@ def _full_text_only(store: Any) -> str:
     if index is None or index.ready:
         return ""
     if not index.healthy:
-        return " by full text only (the vector index is unavailable)"
+        describe = getattr(index, "describe_failure", None)
+        why = describe() if callable(describe) else "the vector index is unavailable"
+        return f" by full text only ({why})"
     return " by full text only (the embedding model is still loading)"
 
 

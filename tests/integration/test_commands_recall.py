@@ -434,3 +434,26 @@ def test_show_prints_the_secret_to_the_user_and_says_it_is_one(keyed, capsys):
     out = " ".join(out.split())
     assert "Contains a secret (OpenAI key): shown to you only" in out
     assert f"/forget {eid} takes it out of recall" in out
+
+
+def test_recall_names_a_dead_chroma_server_as_why_it_searched_full_text_only(
+    make_coder, repo, capsys
+):
+    """Not "the vector index is unavailable": the URL nothing answers at."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"  # nothing listens there once closed
+    (repo / "import.log").write_text(LOG)
+    coder = make_coder(vectors=True, chroma_url=url)
+    coder.commands.cmd_run("cat import.log")
+    index = coder.gardener.store.vectors
+    deadline = time.monotonic() + 120
+    while index.healthy and time.monotonic() < deadline:
+        time.sleep(0.1)
+    capsys.readouterr()
+    coder.commands.cmd_recall("KangarooOverflow")
+    out = " ".join(out_of(capsys).split())
+    assert f"Searched by full text only (the Chroma server at {url} does not answer" in out

@@ -295,3 +295,19 @@ def test_a_read_only_store_keeps_recall_and_compresses_new_output(
             assert not [line for line in lines if "failed" in line]
         finally:
             coder.gardener.close()
+
+
+def test_run_while_the_store_is_locked_names_the_id_it_will_have(make_coder, llm, repo, capsys):
+    """The status line after /run gave "(full text: /show None)" when the original could not
+    be stored yet."""
+    coder = make_coder(max_output=500)
+    llm.replies = ["First answer."]
+    coder.run(with_message="what does app.py do?")
+    (repo / "big.log").write_text(LOG)
+    capsys.readouterr()
+    with _locked(coder.gardener.store.path):
+        coder.commands.cmd_run("cat big.log")
+        out = " ".join(capsys.readouterr().out.split())
+    meta = coder.gardener.meta(_message_with(coder, "cat big.log"))
+    assert "/show None" not in out
+    assert f"(full text stored once the store is free: /show {meta.pending_id})" in out

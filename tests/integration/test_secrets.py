@@ -12,7 +12,8 @@ KEY = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3
 AWS = "AKIAIOSFODNN7EXAMPLE"
 SCRIPT = (
     "echo 'Deploying web-7 with the new client'\n"
-    'echo "openai.AuthenticationError: Error code: 401 - Incorrect API key provided: $OPENAI_API_KEY"\n'
+    'echo "openai.AuthenticationError: Error code: 401 -'
+    ' Incorrect API key provided: $OPENAI_API_KEY"\n'
     f"echo 'botocore: using access key {AWS}'\n"
     "exit 1\n"
 )
