@@ -1,3 +1,12 @@
+import random
+
+import pytest
+import regex
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aider_gardener import tokens
 from aider_gardener.tokens import count_tokens, encoding_name
 
 
@@ -17,12 +26,14 @@ def test_counts_match_tiktoken():
     assert count_tokens("", "gpt-4o") == 0
 
 
-def test_large_text_chunked_count_is_close_to_exact():
+def test_large_text_chunked_count_is_exact():
+    """Chunks are cut only where no pre-token spans the cut: a chunk boundary used to fall at any
+    newline, even inside a pre-token."""
     import tiktoken
 
-    text = "".join(f"line {i}: value={i * 31 % 977} status=ok\n" for i in range(40_000))
+    text = "".join(f"step {i}.\n\n\n\n\n\n" for i in range(50_000))  # "." takes the newlines
     exact = len(tiktoken.get_encoding("o200k_base").encode_ordinary(text))
-    assert abs(count_tokens(text, "gpt-4o") - exact) <= exact * 0.001
+    assert count_tokens(text, "gpt-4o") == exact
 
 
 def test_cache_returns_same_value():
@@ -30,14 +41,17 @@ def test_cache_returns_same_value():
     assert count_tokens(text) == count_tokens(text)
 
 
-def test_long_runs_are_counted_fast_enough_to_finish_and_close_to_exact():
-    """BPE is quadratic on one long word; the splitter keeps it linear (speed is benchmarked, the
-    count must stay close to tiktoken's exact answer on a size where exact is affordable)."""
+def test_long_words_are_counted_exactly():
+    """BPE is quadratic on one long pre-token; counting it in windows keeps it linear (speed is
+    benchmarked in tests/bench_tokens.py) and the count exact (it was cut in 64-character slices,
+    within 2%)."""
     import tiktoken
 
-    text = "a" * 5000 + " tail " + "\ufffd" * 3000
+    rng = random.Random(5)
+    word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(5000))
+    text = "see " + word + " tail " + "\ufffd" * 3000
     exact = len(tiktoken.get_encoding("o200k_base").encode_ordinary(text))
-    assert abs(count_tokens(text, "gpt-4o") - exact) <= exact * 0.02
+    assert count_tokens(text, "gpt-4o") == exact
 
 
 def test_huge_text_is_estimated_within_one_percent():
@@ -127,3 +141,106 @@ def test_a_wrapped_output_reuses_the_counts_of_its_lines():
 
     assert tokens._count_runs(output, Spy(), "o200k_base") == len(enc.encode_ordinary(output))
     assert 0 < sum(calls) < len(output) / 4
+
+
+# Long pre-tokens of every kind the pre-tokenizers make, and what sits around them.
+LONG_RUNS = {
+    "newlines": "\n" * 9000,
+    "spaces before a word": "see" + " " * 7000 + "word",
+    "spaces at the end": "end" + " " * 7000,
+    "mixed whitespace": "".join(random.Random(1).choice(" \t\n\r") for _ in range(6000)),
+    "indent after blank lines": "def f():" + "\n" * 3000 + " " * 2000 + "return 1\n",
+    "punctuation takes the newlines": "x." + "\n" * 4000 + "/path",
+    "rule line": "=" * 5000 + "\n",
+    "replacement characters": "\ufffd" * 4000 + " ok",
+    "unicode spaces": "a" + "\u3000" * 3000 + "\xa0" * 1000 + "b",
+    "combining marks": "e\u0301" * 2500,
+    "cjk": "中文" * 2000,
+    "control bytes": "\x1c\x1d" * 2000 + "\x00" * 1000,
+    "lone surrogate inside": "a" * 2000 + "\ud800" + "b" * 2000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_RUNS))
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_long_pre_tokens_count_exactly(name, encoding):
+    """Long runs are counted in windows, not handed to tiktoken whole; the count is still
+    tiktoken's count of the whole text."""
+    text = LONG_RUNS[name]
+    exact = len(tiktoken.get_encoding(encoding).encode_ordinary(text))
+    assert tokens._count(text, tokens._encoding(encoding), encoding) == exact
+
+
+class _Spy:
+    """An encoding that records the longest pre-token tiktoken's BPE is given."""
+
+    def __init__(self, name):
+        self.real = tokens._encoding(name)
+        self.split = regex.compile(self.real._pat_str).findall
+        self.name = name
+        self.longest = 0
+        self._core_bpe = self
+
+    def _see(self, text):
+        pieces = self.split(text)
+        self.longest = max([self.longest, *map(len, pieces)])
+
+    def encode_ordinary(self, text):
+        self._see(text)
+        return self.real.encode_ordinary(text)
+
+    def encode_ordinary_batch(self, texts, num_threads=8):
+        for text in texts:
+            self._see(text)
+        return self.real.encode_ordinary_batch(texts, num_threads=num_threads)
+
+    def encode_single_piece(self, piece):
+        self.longest = max(self.longest, len(piece))
+        return self.real._core_bpe.encode_single_piece(piece)
+
+    def decode_single_token_bytes(self, token):
+        return self.real.decode_single_token_bytes(token)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\n" * 300_000,
+        ("word" + " " * 50_000 + "\n") * 6,
+        "".join(random.Random(2).choice(" \t\n") for _ in range(200_000)),
+        "x" * 200_000,
+        "\ufffd" * 100_000,
+    ],
+    ids=["newlines", "space runs", "mixed whitespace", "one word", "replacement characters"],
+)
+def test_no_long_pre_token_reaches_tiktoken_whole(text):
+    """Linear time without timing anything: tiktoken's quadratic BPE only ever sees pieces of a
+    few hundred bytes (compress(b"\\n" * 300000) spent 30 s on one 300,000-byte piece)."""
+    spy = _Spy("o200k_base")
+    tokens._count(text, spy, "o200k_base")
+    assert 0 < spy.longest <= 1024  # a window, or twice one after a join that failed
+
+
+@pytest.mark.parametrize("unit", [b" ", b"\n", b"a", "\ufffd".encode(), "\u3000".encode(), b"=-"])
+def test_count_long_is_the_bpe_of_the_whole_piece(unit):
+    enc = tiktoken.get_encoding("o200k_base")
+    for n in (600, 1777, 5000):
+        piece = (unit * n)[:n]
+        assert tokens._count_long(piece, enc) == len(enc._encode_single_piece(piece))
+
+
+_PIECES = st.sampled_from(
+    [" ", "\n", "\t", "\r\n", "a", "Z", "é", "\u0301", "'s", ".", "/", "=", "1", "中", "\ufffd"]
+    + ["\x1c", "\x00", "\xa0", "\u3000", "😀", "ab", " x", ".\n"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(_PIECES, st.integers(min_value=1, max_value=1500)), min_size=1, max_size=6),
+    st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_texts_with_long_runs_count_exactly(runs, encoding):
+    text = "".join(piece * n for piece, n in runs)
+    exact = len(tiktoken.get_encoding(encoding).encode_ordinary(text))
+    assert tokens._count(text, tokens._encoding(encoding), encoding) == exact
