@@ -80,12 +80,14 @@ def _compress(
     text = strip_ansi(decoded.text)
     notes = list(decoded.notes)
 
+    # Compressing a summary again must change nothing, even one the binary sniff rejects: a NUL
+    # 8 KB into an output is text, and then within the first 8 KB of its shorter summary.
+    if _is_summary(strip_ansi(original) if decoded.binary else text):
+        seg = Segment(cls or ContentClass.LOG, 0, len(original), original)
+        return _result(original, original, [seg], [original], notes, opts, raw)
     if decoded.binary:
         segs = [Segment(ContentClass.LOG, 0, len(original), original)]
         return _result(original, decoded.text, segs, [decoded.text], notes, opts, raw)
-    if _is_summary(text):  # compressing a summary again must change nothing
-        seg = Segment(cls or ContentClass.LOG, 0, len(original), original)
-        return _result(original, original, [seg], [original], notes, opts, raw)
     if len(text) > LARGE_CHARS:
         seg = Segment(cls or ContentClass.LOG, 0, len(text), text, {"large": "1"})
         done = run_compressor("large", compress_large, text, opts)

@@ -313,3 +313,17 @@ def test_text_quoting_the_handle_marker_is_still_compressed():
     text = "Summaries end with `[full output stored: id=…]` lines.\n" + "INFO step ok\n" * 400
     result = compress(text, source=Source(role="tool"))
     assert result.tokens_summary < result.tokens_original / 5
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_summary_with_nuls_past_the_sniff_window_is_left_alone(as_bytes):
+    """NULs 8 KB into an output are text to the first pass, but the shorter summary brings them
+    into the binary sniff window: the summary check must come first, or the second pass turns the
+    summary into "[binary output …]"."""
+    lines = [
+        f"2024-05-01 12:00:{i % 60:02d} INFO worker {i % 7} processed item {i}" for i in range(400)
+    ]
+    text = "\n".join(lines) + "\nblob: \x00\x00\x01\x02\x00 end\n" + "\n".join(lines[:50]) + "\n"
+    first = compress(text.encode() if as_bytes else text)
+    assert "\x00" in first.summary and first.summary != first.original
+    assert compress(first.summary).summary == first.summary
