@@ -31,6 +31,15 @@ def looks_binary(sample: bytes) -> bool:
 def decode(data: bytes | str) -> Decoded:
     if isinstance(data, str):
         return _from_str(data)
+    decoded = _from_bytes(data)
+    if not decoded.binary and _text_looks_binary(decoded.text):
+        # The text must be judged as a str input holding it would be: a summary that kept it is
+        # compressed again as a str (UTF-32 read as UTF-16 is NUL-riddled "text").
+        return Decoded(f"[binary output: {len(data):,} bytes, not shown]", binary=True)
+    return decoded
+
+
+def _from_bytes(data: bytes) -> Decoded:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         # PowerShell's ">" writes UTF-16; decoding it as bytes would look binary.
         return Decoded(data.decode("utf-16", errors="replace"), notes=["decoded from UTF-16"])
@@ -49,9 +58,13 @@ def decode(data: bytes | str) -> Decoded:
         return Decoded(text, notes=[f"invalid UTF-8: {bad:,} bytes shown as U+FFFD"])
 
 
-def _from_str(text: str) -> Decoded:
+def _text_looks_binary(text: str) -> bool:
     sample = text[:_SNIFF]
-    if "\x00" in sample and looks_binary(sample.encode("utf-8", "replace")):
+    return "\x00" in sample and looks_binary(sample.encode("utf-8", "replace"))
+
+
+def _from_str(text: str) -> Decoded:
+    if _text_looks_binary(text):
         return Decoded(f"[binary output: {len(text):,} characters, not shown]", binary=True)
     try:
         text.encode("utf-8")

@@ -327,3 +327,14 @@ def test_summary_with_nuls_past_the_sniff_window_is_left_alone(as_bytes):
     first = compress(text.encode() if as_bytes else text)
     assert "\x00" in first.summary and first.summary != first.original
     assert compress(first.summary).summary == first.summary
+
+
+def test_utf32_output_compresses_idempotently():
+    """Decoded as UTF-16 (its BOM starts alike) it was text with a NUL after every character,
+    kept whole by a forced class; compressed again, as a str, that text was binary."""
+    lines = [
+        f"2024-05-16 12:58:{i % 60:02d} INFO [src/main.rs:{i}] item {i * 7} ok" for i in range(30)
+    ]
+    data = "\n".join(lines).encode("utf-32")
+    first = compress(data, cls=ContentClass.ERROR)
+    assert compress(first.summary, cls=ContentClass.ERROR).summary == first.summary

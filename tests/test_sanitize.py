@@ -29,3 +29,11 @@ def test_lone_surrogates_in_str():
 def test_control_heavy_text_looks_binary_but_tabs_do_not():
     assert looks_binary(bytes(range(1, 9)) * 50)
     assert not looks_binary(b"a\tb\tc\n" * 50)
+
+
+def test_utf32_read_as_utf16_is_binary_as_its_text_would_be():
+    """UTF-32's BOM starts like UTF-16's; the decoded text has a NUL after every character and
+    is binary when given as a str, so it must be binary when given as bytes too."""
+    data = "".join(f"line {i} of a UTF-32 file\n" for i in range(60)).encode("utf-32")
+    assert decode(data).binary
+    assert decode(data.decode("utf-16", "replace")).binary
