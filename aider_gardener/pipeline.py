@@ -215,12 +215,7 @@ def _result(original, summary, segs, outs, notes, opts, raw=None) -> Compression
         t_out = count_tokens(comp.text, model) if comp.text != seg.text else t_in
         seg_results.append(SegmentResult(seg, comp, t_in, t_out))
 
-    if notes:
-        summary = summary.rstrip("\n") + "\n" + "".join(f"[{n}]\n" for n in notes)
-    full = summary if summary == original else summary.rstrip("\n") + "\n" + handle_line(eid)
-    tokens_summary = count_tokens(full, model)
-    if tokens_summary >= tokens_original or len(full) >= len(original):
-        full, tokens_summary = original, tokens_original  # never longer than the input
+    full, tokens_summary = _shorter(original, tokens_original, summary, notes, eid, model)
     dominant = _dominant(seg_results)
     return CompressionResult(
         entry_id=eid,
@@ -233,6 +228,21 @@ def _result(original, summary, segs, outs, notes, opts, raw=None) -> Compression
         notes=notes,
         raw=raw,
     )
+
+
+def _shorter(original, tokens_original, summary, notes, eid, model) -> tuple[str, int]:
+    """The summary with its notes and handle line, if shorter than the original in tokens and
+    characters; else without the notes (when they cost the whole saving the original came back,
+    as text, and compressed again as text, with no note, it shrank); else the original."""
+    bodies = [summary]
+    if notes:
+        bodies.insert(0, summary.rstrip("\n") + "\n" + "".join(f"[{n}]\n" for n in notes))
+    for body in bodies:
+        full = body if body == original else body.rstrip("\n") + "\n" + handle_line(eid)
+        tokens = count_tokens(full, model)
+        if tokens < tokens_original and len(full) < len(original):
+            return full, tokens
+    return original, tokens_original  # never longer than the input
 
 
 def _dominant(results: list[SegmentResult]) -> ContentClass:

@@ -338,3 +338,20 @@ def test_utf32_output_compresses_idempotently():
     data = "\n".join(lines).encode("utf-32")
     first = compress(data, cls=ContentClass.ERROR)
     assert compress(first.summary, cls=ContentClass.ERROR).summary == first.summary
+
+
+def test_a_note_that_costs_the_saving_does_not_break_idempotence():
+    """Invalid UTF-8 adds a note to the summary. Where the note ate the whole saving the original
+    came back, as text, and compressed again as text (no note) it shrank. The summary without
+    the note is returned instead."""
+    data = (
+        b"ERROR request value debug id=804623\nINFO info passed module id=262864\n"
+        b"INFO build value info error build value id=429816\n"
+        b"ERROR failed value passed test value failed id=160864\nERROR build request id=82914\n"
+        b"WARN module failed id=141387\nINFO passed import failed value passed id=618951\n"
+        b"ERROR info request failed test request test id=869167\n"
+        b"ERROR error import id=\xff\xff201651\n"
+    )
+    first = compress(data)
+    assert compress(first.summary).summary == first.summary
+    assert first.tokens_summary <= first.tokens_original
