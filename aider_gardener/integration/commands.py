@@ -193,10 +193,15 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
                 where = f"full text stored once the store is free: /show {meta.pending_id}"
             else:
                 where = "the full text could not be kept"
-            self.io.tool_output(
-                f"gardener: output compressed from {meta.tokens_full:,} to"
-                f" {meta.tokens_summary:,} tokens ({where})"
-            )
+            if meta.secret and meta.tokens_full <= session.config.max_output:
+                self.io.tool_output(
+                    f"gardener: a secret in the output is redacted in the chat ({where})"
+                )
+            else:
+                self.io.tool_output(
+                    f"gardener: output compressed from {meta.tokens_full:,} to"
+                    f" {meta.tokens_summary:,} tokens ({where})"
+                )
         notes = take_notes(session.store)
         if meta is not None and meta.stored:
             line = announce(session.store, meta.tokens_full)

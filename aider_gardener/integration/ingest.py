@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..redact import find_secrets, redact
 from ..store.priority import extract_keys
 from ..tokens import count_tokens
 from ..types import ContentClass, Source, handle_line
@@ -102,7 +103,9 @@ def sync(session: GardenerSession, coder: Any) -> list[MessageMeta]:
             new.append(meta)
             if should_throttle(session, meta):
                 session.attempt("throttle", fit_summary, meta, session.config.max_output, coder)
-            if should_throttle(session, meta) and meta.tokens_summary < meta.tokens_full:
+            if meta.secret or (
+                should_throttle(session, meta) and meta.tokens_summary < meta.tokens_full
+            ):
                 swap(session, lst, i, meta, "summary")
                 seen.add(id(meta.msg))
                 session.events.throttled += 1
@@ -240,7 +243,8 @@ def fit_summary(meta: MessageMeta, limit: int, coder: Any) -> None:
 def swap(session: GardenerSession, lst: list, index: int, meta: MessageMeta, state: str) -> None:
     """Put a new dict with the text for ``state`` in the slot; the old dict, which another list
     or a pending request may still hold, is never changed."""
-    text = {"full": meta.original, "summary": meta.summary}.get(state)
+    original = redact(meta.original) if meta.secret else meta.original
+    text = {"full": original, "summary": meta.summary}.get(state)
     if text is None:
         text = reference_text(meta)
     new = dict(lst[index])
@@ -255,7 +259,7 @@ def reference_text(meta: MessageMeta) -> str:
     what = {
         "prompt": "your earlier message",
         "reply": "my earlier reply",
-        "tool": f"output of `{meta.command}`" if meta.command else "command output",
+        "tool": f"output of `{redact(meta.command)}`" if meta.command else "command output",
         "notice": "aider notice",
         "recall": "recalled context",
     }.get(meta.kind, "earlier message")
@@ -268,7 +272,7 @@ def reference_text(meta: MessageMeta) -> str:
 
 def _first_line(text: str, limit: int = 100) -> str:
     for line in text.splitlines():
-        line = line.strip()
+        line = redact(line.strip())  # before the clip, which could leave half a key unseen
         if line and not line.startswith("[full output stored"):
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return "…"
@@ -387,6 +391,8 @@ def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMe
             meta.tokens_summary = meta.tokens_full
     else:
         meta.tokens_summary = meta.tokens_full
+    if kind == "tool":
+        _keep_secrets_out(session, meta, content, model)
     meta.keys = tuple(extract_keys(meta.summary if meta.stored else content, MAX_KEYS))
     if meta.entry_id and meta.entry_id not in meta.keys:
         meta.keys = (meta.entry_id,) + meta.keys
@@ -398,6 +404,28 @@ def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMe
         session.last_reply = meta
     session.add(meta)
     return meta
+
+
+def _keep_secrets_out(
+    session: GardenerSession, meta: MessageMeta, content: str, model: str
+) -> None:
+    """A key on the command line or in the output must not reach the model through the chat:
+    an output small enough to stay whole is looked at whole, and with a secret in it enters as
+    its redacted summary at once (``sync``); a larger one enters as its summary anyway, whose
+    command line is redacted here. The store keeps the original for the user's /show."""
+    if meta.tokens_full <= session.config.max_output:
+        if not find_secrets(content):
+            return
+        meta.secret = True
+    safe = redact(meta.summary)
+    if safe == meta.summary and not meta.secret:
+        return
+    if meta.secret and meta.stored and meta.entry_id:
+        handle = handle_line(meta.entry_id)
+        if handle not in safe:
+            safe = safe.rstrip("\n") + "\n" + handle
+    meta.summary = safe
+    meta.tokens_summary = count_tokens(safe, model)
 
 
 def _without_handle(entry: Any, line: str) -> str:

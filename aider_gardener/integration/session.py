@@ -104,6 +104,9 @@ class MessageMeta:
     # The entry a busy store will write later (``Store.flush_unwritten``): the record becomes
     # ``stored`` then, and its summary gets the handle.
     pending_id: str | None = None
+    # Command output with a key in it (``redact.py``): the chat holds its redacted summary from
+    # the start, and "full" means the original redacted; the store keeps it whole for /show.
+    secret: bool = False
 
     @property
     def tokens_now(self) -> int:

@@ -36,6 +36,15 @@ def test_a_key_on_the_command_line_and_in_the_error_never_travels(
 ):
     coder = make_coder()
     run_deploy(coder, repo)
+    out = said(capsys)
+    meta = coder.gardener.meta(coder.cur_messages[-2])
+    assert meta.stored and meta.secret and meta.state == "summary"
+    assert (
+        f"a secret in the output is redacted in the chat (full text: /show {meta.entry_id})" in out
+    )
+    in_chat = coder.cur_messages[-2]["content"]
+    assert "Incorrect API key provided: [redacted: " in in_chat
+    assert KEY not in in_chat and AWS not in in_chat
     errors = [f for f in coder.gardener.facts.book if f.kind == "error" and f.live]
     assert errors, "the failing command became an open error"
     llm.replies = ["The key is wrong."]
@@ -63,3 +72,35 @@ def test_a_key_on_the_command_line_and_in_the_error_never_travels(
     assert KEY not in sent and AWS not in sent
     facts = later.gardener.store.read(lambda c: c.execute("SELECT text FROM facts").fetchall())
     assert facts and not any(KEY in row[0] for row in facts)
+
+
+def test_show_gives_the_user_the_original_and_pin_restores_it_redacted(make_coder, repo, capsys):
+    coder = make_coder()
+    run_deploy(coder, repo)
+    meta = coder.gardener.meta(coder.cur_messages[-2])
+    capsys.readouterr()
+    coder.commands.cmd_show(meta.entry_id)
+    out = capsys.readouterr().out
+    assert KEY in "".join(out.split())  # the user's own screen
+    assert "Contains a secret" in " ".join(out.split())
+    coder.commands.run(f"/pin {meta.entry_id}")  # back to full text in the chat: redacted
+    in_chat = coder.gardener.meta(coder.cur_messages[-2]).msg["content"]
+    assert "Deploying web-7" in in_chat and KEY not in in_chat and AWS not in in_chat
+
+
+def test_a_big_output_enters_as_its_summary_without_the_key_of_its_command(
+    make_coder, llm, repo, capsys
+):
+    (repo / "big.sh").write_text(
+        'i=0; while [ $i -lt 3000 ]; do echo "INFO synced row $i"; i=$((i+1)); done\n'
+        'echo "ERROR upload refused for token $UPLOAD_TOKEN"\n'
+    )
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    coder = make_coder(max_output=300)
+    coder.commands.cmd_run(f"UPLOAD_TOKEN={token} sh big.sh")
+    meta = coder.gardener.meta(coder.cur_messages[-2])
+    assert meta.state == "summary" and "ERROR upload refused" in meta.summary
+    llm.replies = ["Ok."]
+    coder.run(with_message="why was the upload refused?")
+    sent = text_of(llm.last)
+    assert "UPLOAD_TOKEN=[redacted: " in sent and token not in sent
