@@ -457,6 +457,10 @@ def post_tool_use(payload: dict) -> dict:
         return {}
     full, short = entry.tokens_original, entry.tokens_summary
     version = claude_version(payload.get("transcript_path"))
+    if can_replace(name, version) and full <= _max_output():
+        secret = _redacted_output(name, payload.get("tool_response"), out.text, entry.id)
+        if secret is not None:
+            return secret
     if (
         can_replace(name, version)
         and full > _max_output()
@@ -480,6 +484,22 @@ def post_tool_use(payload: dict) -> dict:
         )
         return _hook_output("PostToolUse", additionalContext=note)
     return {}
+
+
+def _redacted_output(name: str, response: Any, text: str, entry_id: str) -> dict | None:
+    """The hook's answer for an output small enough to pass whole that holds a key: the model
+    gets it redacted (the store keeps the original); None when it holds none."""
+    safe = redact(text)
+    if safe == text:
+        return None
+    note = f"[gardener: secrets redacted before the model saw this output; stored as id={entry_id}]"
+    shaped = replacement(name, response, f"{safe}\n{note}")
+    if shaped is None:
+        return None
+    fields: dict[str, Any] = {"updatedToolOutput": shaped}
+    if name.startswith("mcp__"):
+        fields["updatedMCPToolOutput"] = shaped
+    return _hook_output("PostToolUse", **fields)
 
 
 # --- UserPromptSubmit ---

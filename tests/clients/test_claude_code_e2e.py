@@ -612,3 +612,31 @@ def test_installed_plugin_loads_without_plugin_dir_or_venv_on_path(claude_cli, r
     assert [
         r["original"] for r in store_entries(repo) if r["command"] == "cat build-output.txt"
     ] == [build_log().rstrip("\n")]
+
+
+def test_a_key_in_a_bash_output_reaches_the_model_redacted(claude_cli, repo, home):
+    """Issue 21, point 2, in the real CLI: the command line and the error print an API key;
+    the tool result the model gets has it redacted, the store keeps the original."""
+    plugin = gardener_plugin()
+    key = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3
+    cmd = f"OPENAI_API_KEY={key} sh -c 'echo \"Incorrect API key provided: $OPENAI_API_KEY\"'"
+    script = [[tool_use("Bash", {"command": cmd, "description": "deploy"})], [text("ok")]]
+    with FakeAnthropic(script) as api:
+        run_claude(
+            claude_cli,
+            api,
+            repo,
+            home,
+            "deploy",
+            "--plugin-dir",
+            str(plugin),
+            "--allowedTools",
+            "Bash",
+            env={"PATH": gardener_env_path()},
+        )
+    (tr,) = tool_results(api.main_requests[1].body)
+    out = result_text(tr)
+    assert "Incorrect API key provided: [redacted: " in out
+    assert key not in json.dumps(tr)  # (the model's own tool call holds the command it wrote)
+    [row] = [r for r in store_entries(repo) if r["command"] == cmd]
+    assert key in row["original"]  # for the user, in the store

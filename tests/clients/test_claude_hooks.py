@@ -662,8 +662,10 @@ def test_recalled_context_and_replacements_carry_no_secret(repo):
         "tool_input": {"command": f"OPENAI_API_KEY={key} python -m app.consume"},
         "tool_response": {"stdout": "", "stderr": trace},
     }
-    replaced = handle("PostToolUse", payload)
-    assert key not in json.dumps(replaced)
+    replaced = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]
+    assert key not in json.dumps(replaced) and "orders-7" in replaced["stdout"]
+    assert "Incorrect API key provided: [redacted: " in replaced["stdout"]
+    assert "secrets redacted before the model saw this output" in replaced["stdout"]
     ask = {
         "session_id": "new-session",
         "cwd": str(repo),
