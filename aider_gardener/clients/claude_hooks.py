@@ -468,8 +468,8 @@ def post_tool_use(payload: dict) -> dict:
         and entry.summary != entry.original
     ):
         text = (
-            f"{entry.summary}\n[gardener: {full:,} -> {short:,} tokens; the expand tool of the"
-            f" gardener MCP server returns the full output of id={entry.id}]"
+            f"{redact(entry.summary)}\n[gardener: {full:,} -> {short:,} tokens; the expand tool"
+            f" of the gardener MCP server returns the full output of id={entry.id}]"
         )
         shaped = replacement(name, payload.get("tool_response"), text)
         if shaped is not None:

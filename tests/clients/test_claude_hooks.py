@@ -1394,3 +1394,19 @@ def test_the_hook_answers_in_process_when_its_server_does_not(repo, server_dir):
     assert f"stored as id={entry_id(text)}" in spec["additionalContext"]
     with store_of(repo) as store:
         assert store.get(entry_id(text)).original == text
+
+
+def test_a_big_output_is_replaced_by_a_summary_without_its_key(repo):
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    out = "".join(f"INFO synced row {i} of the mirror\n" for i in range(4000))
+    out += f"ERROR push refused: remote https://{token}@github.com/acme/app rejected the ref\n"
+    payload = {
+        "session_id": "s1",
+        "cwd": str(repo),
+        "tool_name": "Bash",
+        "tool_input": {"command": "./mirror.sh"},
+        "tool_response": {"stdout": out, "stderr": ""},
+    }
+    replaced = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]
+    assert "ERROR push refused" in replaced["stdout"] and len(replaced["stdout"]) < len(out) / 10
+    assert token not in replaced["stdout"] and "[redacted: " in replaced["stdout"]
