@@ -52,7 +52,10 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
 _RULE = re.compile(r"^\s{0,3}(?:[-*_]\s*){3,}$|^\s{0,3}=+\s*$")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+")
 _TABLE = re.compile(r"^\s*\|")
-_TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]*-{3,}[\s:|-]*$")
+# A table's rule row: only pipes, colons, dashes and spaces, with a run of three dashes. Checked
+# as "only those characters" plus a substring test: the one-regex form
+# (\s*\|?[\s:|-]*-{3,}[\s:|-]*$) backtracks cubically on a long dashed row that ends otherwise.
+_TABLE_RULE_CHARS = re.compile(r"[\s:|-]*")
 _QUOTE = re.compile(r"^\s{0,3}>")
 # Model reasoning Aider records inside a reply, each tag alone on its line.
 _REASONING_OPEN = re.compile(r"^\s*<(think|thinking|reasoning|thinking-content-[0-9a-f]+)>\s*$")
@@ -281,6 +284,10 @@ def split_sentences(text: str) -> list[str]:
 # --- choosing --------------------------------------------------------------------------------
 
 
+def _is_table_rule(text: str) -> bool:
+    return "---" in text and _TABLE_RULE_CHARS.fullmatch(text) is not None
+
+
 def _facts(text: str) -> list[str]:
     """The names, paths, numbers, URLs and code spans of a text, in order, once each."""
     found: dict[str, None] = {}
@@ -324,7 +331,7 @@ def _choose(blocks: list[_Block], units: list[_Unit], opts: CompressOptions, tot
             block.units[0].kept = True  # the header row names the columns
         for u in block.units:
             u.scratch = block.kind == "reasoning"
-            if block.kind == "table" and _TABLE_RULE.match(u.text):
+            if block.kind == "table" and _is_table_rule(u.text):
                 u.kept = True
             elif _CRITICAL.search(u.text):
                 u.kept = True

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from aider_gardener.compress import prose
 from aider_gardener.compress.prose import MARKER_RE, compress_prose, split_sentences
 from aider_gardener.tokens import count_tokens
 from aider_gardener.types import CompressOptions
 from tests.critical_facts import missing_facts
+from tests.hang import finishes
 
 AIDER_DOCS = Path(sysconfig.get_paths()["purelib"]) / "aider" / "website" / "docs"
 
@@ -427,3 +429,27 @@ def test_benchmark_typical_reply(benchmark):
     text = _essay(6, 6)
     out = benchmark(compress_prose, text, _opts())
     assert len(out.text) < len(text)
+
+
+@pytest.mark.parametrize(
+    "row, rule",
+    [
+        ("|---|:--:|", True),
+        ("  | --- | --- |", True),
+        ("----", True),
+        ("| -- | -- |", False),
+        ("| --- | x |", False),
+        ("| a | b |", False),
+    ],
+)
+def test_table_rule_rows(row, rule):
+    assert prose._is_table_rule(row) is rule
+
+
+def test_a_long_dashed_table_row_does_not_hang():
+    """The rule-row regex backtracked cubically: a 5,000-dash row ending in a cell took hours."""
+    prefix = "The results of the benchmark are below, one row per run of the suite. " * 6
+    table = "| run | time |\n|" + "-" * 5000 + "| x |\n| 1 | 2 s |\n" * 2
+    text = prefix + "\n\n" + table + "\n" + prefix
+    out = finishes(compress_prose, text, CompressOptions())
+    assert "| run | time |" in out.text and len(out.text) < len(text)
