@@ -5,6 +5,10 @@ summaries, the session-state block, checkpoints and recalled context, and that b
 every request of later sessions. The originals keep their secrets (the store is the user's own,
 0600) so ``/show`` can still print them to the user; ``/forget ID`` drops them entirely.
 
+Redaction happens where the gardener writes for a model or a later session (facts, the chat copy
+of command output, references, recalled context, MCP answers, hook replacements), not in
+``pipeline.compress``: a compressed summary stays a faithful, idempotent function of its input.
+
 The vendor token formats are detect-secrets' regex detectors (the maintained list); added here
 is what they do not cover in command lines and logs: whole PEM key blocks, ``NAME_KEY=value``
 assignments and ``--password value`` flags, credentials in URL queries, bearer tokens, OpenAI and
