@@ -47,7 +47,10 @@ MIN_REPEATS = 3
 
 _CLIPPED = re.compile(r" …\[\+\d+ chars\]… ")
 _QUOTE = re.compile(r"^(> ?)")  # Aider's chat history prefixes tool output with "> "
-_CARET = re.compile(r"^[\s~^]*\^[\s~^]*$")
+# Patterns run on lines of any length: none may backtrack more than linearly on a long run of one
+# character (tests/compress/test_error.py feeds each one such runs). "Only these characters, and
+# a caret" is a lookahead and one pass; [\s~^]*\^[\s~^]*$ is quadratic in "^^^…^x".
+_CARET = re.compile(r"^(?=[\s~^]*$)[\s~]*\^")
 _BLANK = re.compile(r"^\s*$")
 
 _PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>.+?))?\s*$')
@@ -55,7 +58,8 @@ _PYTEST_SHORT = re.compile(
     r"^(?P<path>(?:[A-Za-z]:)?[^\s:][^:]*):(?P<line>\d+): in (?P<fn>\S+)\s*$"
 )
 _PYTEST_LOC = re.compile(r"^(?P<path>(?:[A-Za-z]:)?[^\s:][^:]*\.py):(?P<line>\d+):(?: [\w.]*)?\s*$")
-_PYTEST_SEP = re.compile(r"^(?:_ ){3,}_?\s*$|^_{3,} .* _{3,}\s*$|^={3,}.*={3,}\s*$")
+# "===(?=.*===)", not "={3,}.*={3,}", which is cubic in a long row of "=" that ends otherwise
+_PYTEST_SEP = re.compile(r"^(?:_ ){3,}_?\s*$|^_{3,} .* _{3,}\s*$|^===(?=.*===\s*$)")
 _PYTEST_FAIL_LINE = re.compile(r"^>\s{3}")
 _PYTEST_E = re.compile(r"^E(?:\s|$)")
 _PYTEST_PARAM = re.compile(r"^[A-Za-z_]\w* = ")
@@ -64,7 +68,8 @@ _SHORT_SEPARATOR = "_ _ _ _ _"
 _LONG_SEPARATOR = re.compile(r"^(?:_ ){5,}_?\s*$")
 _REPR = r"<(?:[^<>\n]|<[^<>\n]*>)*? at 0x[0-9a-fA-F]+>"
 _ADDRESS_ARGS = re.compile(rf"^[A-Za-z_]\w* = {_REPR}(?:, [A-Za-z_]\w* = {_REPR})*\s*$")
-_CODE_FRAME = re.compile(r"^\s*>?\s*\d+ \|")  # jest/babel: "    > 36 |   code", "      37 |"
+# jest/babel: "    > 36 |   code", "      37 |"; \s*>?\s* is quadratic in a line of spaces
+_CODE_FRAME = re.compile(r"^\s*(?:>\s*)?\d+ \|")
 _CODE_FRAME_FAIL = re.compile(r"^\s*>\s*\d+ \|")
 _CODE_FRAME_CARET = re.compile(r"^\s+\|[\s^~]*$")
 CODE_FRAME_MIN = 3  # shorter frames are left alone

@@ -13,6 +13,7 @@ from aider_gardener.compress.error import compress_error
 from aider_gardener.types import CompressOptions
 from tests.conftest import tool_output_files
 from tests.critical_facts import missing_facts
+from tests.hang import finishes
 
 OPTS = CompressOptions()
 
@@ -615,3 +616,28 @@ def test_benchmark_error_on_deep_trace(benchmark):
     text = PY_TRACE * 200
     result = benchmark(compress_error, text, OPTS)
     assert len(result.text) < len(text)
+
+
+RUN = 200_000  # a few ms per pattern when linear; hours for the quadratic ones this replaced
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "=" * RUN + "!",  # pytest's ===…=== separator: ={3,}.*={3,} was cubic
+        " " * RUN + "!",  # jest code frame: \s*>?\s*\d+ was quadratic
+        "\t" * RUN,
+        "  " + "^" * RUN + "!",  # caret line: [\s~^]*\^[\s~^]*$ was quadratic
+    ],
+    ids=["equals", "spaces", "tabs", "carets"],
+)
+def test_long_runs_in_one_line_do_not_hang(line):
+    """A pytest failure with the run under its failing line and again after its location."""
+    text = (
+        "=" * 30 + " FAILURES " + "=" * 30 + "\n" + "_" * 20 + " test_x " + "_" * 20 + "\n\n"
+        "    def test_x():\n        value = compute()\n>       assert value == 2\n"
+        f"{line}\nE       assert 1 == 2\n\ntests/test_x.py:3: AssertionError\n{line}\n"
+        "FAILED tests/test_x.py::test_x - assert 1 == 2\n"
+    )
+    out = finishes(compress_error, text, CompressOptions())
+    assert "tests/test_x.py:3" in out.text and len(out.text) <= len(text)
