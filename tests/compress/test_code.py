@@ -30,6 +30,7 @@ from aider_gardener.compress.code import (
 )
 from aider_gardener.tokens import count_tokens
 from aider_gardener.types import CompressOptions, Source
+from tests.hang import finishes
 
 TARGET_RATIO = 0.35
 
@@ -497,10 +498,21 @@ def test_language_from_hint(hint, expected):
         ("// SPDX\npragma solidity ^0.8.0;\ncontract A {\n}\n", "solidity"),
         ("<?php\necho 1;\n", "php"),
         ("Just some words.\nNothing to see here.\n", None),
+        ("class Greeter\n  def hello(name)\n    puts name\n  end\nend\n", "ruby"),
+        (".card {\n  color: red;\n}\n", "css"),
+        ("\n\n   \n\tdef   \n", None),
     ],
 )
 def test_guess_language(text, expected):
     assert guess_language(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected", [("\n" * 19_000 + "import os\n", "python"), (" \n" * 9_000, None)]
+)
+def test_guessing_the_language_of_blank_lines_does_not_hang(text, expected):
+    """With re.M, ^\\s* ran on over blank lines: each line start rescanned the rest of the run."""
+    assert finishes(guess_language, text) == expected
 
 
 # --------------------------------------------------------------------------- fallbacks and junk
