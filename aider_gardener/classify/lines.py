@@ -20,11 +20,13 @@ PROSE = "prose"
 PATH = "path"
 OTHER = "other"
 
+# The frame line's "at name…(…)|:N" is [class](?:[^(]*\(.*\)|.*:\d+), not [class]+.*(?:\(.*\)|:\d+):
+# the + and the .* overlap, and a long "at aaaa…" line cost a rescan per split (quadratic).
 TRACE_RE = re.compile(
     r"""^\s*(?:
         (?:E\s+)?Traceback\ \(most\ recent\ call\ last\)
       | File\ "[^"\n]+",\ line\ \d+
-      | at\ [\w$.<>\[\]/\\:@-]+.*(?:\(.*\)|:\d+)\s*$
+      | at\ [\w$.<>\[\]/\\:@-](?:[^(\n]*\(.*\)|.*:\d+)\s*$
       | \S[^@\n]{0,200}\ @\ \S+:\d+(?::\d+)?\s*$
       | (?:During\ handling\ of\ the\ above\ exception|The\ above\ exception\ was\ the\ direct)
       | Caused\ by:[ ]

@@ -21,7 +21,10 @@ PY_FRAME = re.compile(r'^\s*File "[^"\n]+", line \d+')
 PY_CHAIN = re.compile(
     r"^\s*(?:During handling of the above exception|The above exception was the direct cause)"
 )
-PY_MARKER = re.compile(r"^\s*[\^~]+[\^~ ]*\s*$")
+# Every pattern here is matched against lines of any length and must stay linear on a long run
+# of one character: two quantifiers that can take the same characters ([\^~ ]*\s*, \s*>?\s*)
+# make a run quadratic, so each is written so that only one of them can take a given character.
+PY_MARKER = re.compile(r"^\s*[\^~][\^~ ]*(?:[^\S ]\s*)?$")
 EXC_NAME = re.compile(r"^\s*(?:E\s+)?[A-Za-z_][\w.]*(?::(?:\s.*)?)?\s*$")
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)\b")
 _JAVA_LOC = re.compile(
@@ -30,7 +33,7 @@ _JAVA_LOC = re.compile(
 _CSHARP_LOC = re.compile(r"\) in \S.*:line \d+|\.cs:line \d+")
 AT_FRAME = re.compile(r"^\s+at \S")
 AT_MORE = re.compile(r"^\s*(?:\.\.\. \d+ (?:more|common frames omitted)|Caused by: |Suppressed: )")
-CODE_FRAME = re.compile(r"^\s*>?\s*\d+\s*\|")
+CODE_FRAME = re.compile(r"^\s*(?:>\s*)?\d+\s*\|")
 CODE_CARET = re.compile(r"^\s*\|\s*[\^~]")
 EXC_HEADER = re.compile(
     r"(?:^|[\s⨯:(\[])(?:[\w$]+\.)*[\w$]*(?:Error|Exception|Throwable)\b(?![.\w])"

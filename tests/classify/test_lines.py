@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aider_gardener.classify import lines as lk
+from tests.hang import finishes
 
 
 @pytest.mark.parametrize(
@@ -45,3 +46,11 @@ def test_sample_is_bounded_and_keeps_head_and_tail():
     assert len(s) == 240
     assert s[:5] == ["0", "1", "2", "3", "4"] and s[-1] == "9999"
     assert lk.sample(lines[:10]) == lines[:10]
+
+
+@pytest.mark.parametrize("unit", ["a", "-", "/", "a("])
+def test_a_long_at_line_is_classified_in_linear_time(unit):
+    """TRACE_RE's frame alternative, [class]+.*(?:\\(.*\\)|:\\d+), rescanned the line once per split
+    of a long "at aaaa…" between its + and its .*."""
+    assert finishes(lk.kind, "at " + unit * 200_000 + "!") != lk.TRACE
+    assert lk.kind("    at foo.bar(Baz.java:12)") == lk.TRACE

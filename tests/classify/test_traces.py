@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from aider_gardener.classify.traces import find_traces, has_marker
+from tests.hang import finishes
 
 
 def spans_text(text):
@@ -139,3 +142,20 @@ def test_found_spans_are_sorted_and_disjoint():
     assert len(found) == 20
     for (s1, e1, _), (s2, e2, _) in zip(found, found[1:]):
         assert e1 <= s2
+
+
+RUN = 200_000  # milliseconds per pattern when linear; these shapes were quadratic
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Traceback (most recent call last):\n  File "/app/a.py", line 3, in <module>\n'
+        "    main()\n    " + "~" * RUN + "!\nKeyError: 'k'\n",  # a marker line: [\^~ ]*\s*$
+        "Error: boom\n    at foo (/app/a.js:1:2)\n" + " " * RUN + "\n    at bar (/app/b.js:3:4)\n",
+    ],
+    ids=["python marker", "code frame spaces"],
+)
+def test_long_runs_in_trace_lines_do_not_hang(text):
+    spans = finishes(find_traces, text)
+    assert all(0 <= s < e <= len(text) for s, e, _ in spans)
