@@ -86,18 +86,19 @@ _NEEDS = {
 _GROUPED = ("aws", "basic_auth", "npm")
 _EDGE = " \t\n\"'=:"
 
-_NAME_WORDS = (
-    r"API_?KEY|APIKEY|SECRET(?:_ACCESS)?_KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS|PWD|"
-    r"CREDENTIALS?|PRIVATE_KEY|ACCESS_KEY|AUTH"
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:API_?KEY|APIKEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH"
+    r"|PRIVATE_KEY|ACCESS_KEY)(?:_|$)"
 )
 _OWN = (
     # NAME=value in a command line, a .env file or `env` output: the value only; the name is a
-    # fact (which variable was set). Names are upper case, the secret word at a word boundary.
+    # fact (which variable was set). The name is one upper-case word; whether it names a secret
+    # is checked apart (``_secret_name``): one pattern for both backtracked without bound on
+    # "TOKEN_TOKEN_…".
     (
         "secret variable",
         re.compile(
-            rf"(?<![\w-])(?:[A-Z][A-Z0-9]*_)*(?:{_NAME_WORDS})(?:_[A-Z0-9]+)*=(?P<v>\"[^\"\n]*\""
-            r"|'[^'\n]*'|[^\s'\"]+)"
+            r"(?<![\w-])(?P<name>[A-Z][A-Z0-9_]{0,127})=(?P<v>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"]+)"
         ),
     ),
     # --password value, --token=value, --api-key value
@@ -168,14 +169,14 @@ class _Rule:
     kind: str
     pattern: re.Pattern
     needs: tuple[str, ...]
-    check: Callable[[str], bool] | None = None
+    check: Callable[[str, re.Match], bool] | None = None
     group: int | str = 0  # the part of a match that is the secret (the rest is its context)
 
     def may_match(self, text: str, lower: Callable[[], str]) -> bool:
         return not self.needs or any(n in (lower() if n.islower() else text) for n in self.needs)
 
 
-def _jwt(value: str) -> bool:
+def _jwt(value: str, match: re.Match) -> bool:
     """Only what decodes as a JWT header: ``eyJ…`` strings that are not tokens stay."""
     head = value.split(".", 1)[0]
     try:
@@ -185,10 +186,15 @@ def _jwt(value: str) -> bool:
         return False
 
 
-def _mixed(value: str) -> bool:
+def _mixed(value: str, match: re.Match) -> bool:
     """A key has letters and digits (or the stars of a masked one); ``sk-learn-some-long-name``
     is a word."""
     return any(c.isdigit() or c == "*" for c in value) and any(c.isalpha() for c in value)
+
+
+def _secret_name(value: str, match: re.Match) -> bool:
+    """``OPENAI_API_KEY=…``, ``DB_PASSWORD=…``; not ``MAX_TOKENS=…`` or ``BYPASS=…``."""
+    return bool(_SECRET_NAME.search(match["name"]))
 
 
 @lru_cache(maxsize=1)
@@ -208,6 +214,8 @@ def _rules() -> tuple[_Rule, ...]:
         pass
     for kind, pattern in _OWN:
         check = _mixed if kind in ("OpenAI key", "Anthropic key", "API key") else None
+        if kind == "secret variable":
+            check = _secret_name
         group = "v" if "v" in pattern.groupindex else 0
         rules.append(_Rule(kind, pattern, _NEEDS.get(kind, ()), check, group))
     return tuple(rules)
@@ -228,18 +236,20 @@ def _pem_blocks(text: str) -> Iterator[Finding]:
     footer was cut off): a key's body lines carry no marker of their own."""
     if "PRIVATE KEY" not in text and "PuTTY-User-Key-File" not in text:
         return
-    pos = 0
+    pos, next_end = 0, -1
     while True:
         match = _PEM_BEGIN.search(text, pos)
         if match is None:
             return
         what = match["what"]
         end = -1
-        if what:
+        if what:  # the next footer of any kind, found once for all the headers before it
+            if next_end < match.end():
+                next_end = text.find("-----END ", match.end())
+                next_end = len(text) if next_end < 0 else next_end
             footer = f"-----END {what}-----"
-            end = text.find(footer, match.end(), match.end() + _PEM_MAX)
-            if end >= 0:
-                end += len(footer)
+            if next_end <= match.end() + _PEM_MAX and text.startswith(footer, next_end):
+                end = next_end + len(footer)
         if end < 0:  # no footer: the key's lines that follow, up to a blank or other line
             end = match.end()
             limit = min(len(text), match.end() + _PEM_MAX)
@@ -276,7 +286,7 @@ def find_secrets(text: str) -> list[Finding]:
             value = text[start:end]
             if end - start < 6 or _PLACEHOLDER.match(value) or value.isdigit():
                 continue
-            if rule.check is not None and not rule.check(value):
+            if rule.check is not None and not rule.check(value, match):
                 continue
             found.append(Finding(start, end, rule.kind))
     found.sort(key=lambda f: (f.start, -f.end))

@@ -50,6 +50,8 @@ SECRETS = [
     ("curl -H 'Authorization: Bearer abcdef0123456789abcdef0123'", "abcdef0123456789", "curl -H"),
     ("slack: xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGh", "slack:"),
     ("HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "hf_AbCdEf", "HF_TOKEN"),
+    ("DB_PASS=hunter22hunter sh migrate.sh", "hunter22hunter", "DB_PASS="),
+    ("export MY_SECRET_NAME=abcdef123456", "abcdef123456", "MY_SECRET_NAME="),
 ]
 
 
@@ -74,6 +76,7 @@ NOT_SECRETS = [
     "[full output stored: id=t5ifzcaz3j]",
     "token = get_token()\npassword = os.environ['DB_PASSWORD']",
     "MAX_TOKENS=4096 TOKEN_LIMIT=100000",
+    "BYPASS=yes-please-1234 PASSED_TESTS=all-of-them-12",
     "GITHUB_TOKEN=$GITHUB_TOKEN DB_PASSWORD=<your password> API_KEY=${{ secrets.KEY }}",
     "pip install scikit-learn sk-learn-contrib-something-long",
     "FAILED tests/test_auth.py::test_token_refresh - AssertionError: expected 401",
