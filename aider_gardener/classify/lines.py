@@ -35,8 +35,10 @@ TRACE_RE = re.compile(
     )""",
     re.X,
 )
+# "… [ 42%]" is outside the ^\s* group (.* takes the indent anyway): after \s* its .* rescanned
+# the line from every split of a long run of blanks (quadratic), as did \s*(?:[…])?\s*$.
 LOG_RE = re.compile(
-    r"""^\s*(?:
+    r"""^(?:\s*(?:
         \[?\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[T\ ,]                # 2024-01-20 ... / 2024/01/20
       | \[?\d{1,2}:\d{2}:\d{2}                                # [21:29:33]
       | \d{6}\ \d{6}\                                         # HDFS 081109 203615
@@ -65,8 +67,7 @@ LOG_RE = re.compile(
           |Linking)\ \S
       | [✓✔✗✕×√●○⚠][ ]
       | \[(?:GIN|Nest|main|INFO|ERROR|WARN)[^\]]*\]
-      | (?:tests?|src)[\w/\\.-]*\.\w+\ [.sFExX]+\s*(?:\[\s*\d+%\])?\s*$
-      | .*\[\s*\d{1,3}%\]\s*$
+      | (?:tests?|src)[\w/\\.-]*\.\w+\ [.sFExX]+\s*(?:\[\s*\d+%\]\s*)?$
       | (?:Ran\ \d+\ tests?|Tests?:\ +\d|Test\ Suites:|Snapshots:|Time:\ )
       | >\ (?:Task|Configure\ project)\ :|BUILD\ (?:FAILED|SUCCESSFUL)\b|FAILURE:\ |[ew]:\ file:/
       | \*\ (?:What\ went\ wrong|Try):
@@ -76,7 +77,9 @@ LOG_RE = re.compile(
           |Reading|Read\ complete)
       | (?:Terraform\ will\ perform|Plan:\ \d+\ to\ add|Apply\ complete!|\#\ \S+\ (?:will|must)\ be)
       | [\w.%\#-]+:\ +"[^"]*"\ =>\ "                       # terraform 0.11 attribute changes
-    )""",
+    ))
+    | .*\[\s*\d{1,3}%\]\s*$                                     # "[ 42%]" progress at the end
+    """,
     re.X,
 )
 DIFF_HEAD_RE = re.compile(

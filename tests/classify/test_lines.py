@@ -54,3 +54,15 @@ def test_a_long_at_line_is_classified_in_linear_time(unit):
     of a long "at aaaa…" between its + and its .*."""
     assert finishes(lk.kind, "at " + unit * 200_000 + "!") != lk.TRACE
     assert lk.kind("    at foo.bar(Baz.java:12)") == lk.TRACE
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["    " + " " * 400_000 + "x", "\xa0" * 400_000 + "x", "tests/a.py ." + " " * 100_000 + "!"],
+    ids=["spaces", "no-break spaces", "test progress"],
+)
+def test_a_long_blank_run_is_classified_in_linear_time(line):
+    """LOG_RE's "… [ 42%]" alternative (.*) sat after ^\\s*: every split of a blank run between
+    them rescanned the line; \\s*(?:[…])?\\s*$ did the same at a test-progress line's end."""
+    assert finishes(lk.kind, line) != lk.LOG
+    assert lk.kind("tests/test_a.py ..F.    [ 42%]") == lk.LOG
