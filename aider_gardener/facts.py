@@ -80,10 +80,11 @@ PATH_LINE = re.compile(
     r"(?::|:\[|\((?=\d+(?:,\d+)?\)))(\d+)\b"
 )
 PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-# "at fn (path:12:3)", also after a log prefix ("44 verbose stack     at …")
-JS_FRAME = re.compile(
-    r"^(?:[^\n]*?\s)?at (?:[^\n]*?\()?(?:file://)?([^\s()]+?):(\d+)(?::\d+)?\)?[ \t]*$", re.M
-)
+# "at fn (path:12:3)", also after a log prefix ("44 verbose stack     at …"): the location that
+# ends a line, found from its end (_js_frames). One pattern with a lazy prefix tried every "at "
+# of a line against the rest of it: quadratic in a line of many "at ".
+JS_LOCATION = re.compile(r"(?<![^\s(])(?:file://)?([^\s()]+?):(\d+)(?::\d+)?\)?[ \t]*$")
+_AT_WORD = re.compile(r"(?<!\S)at ")
 JVM_FRAME = re.compile(r"^\s*at [\w$.<>/]+\(([\w$-]+\.(?:java|kt|kts|scala|groovy)):(\d+)\)", re.M)
 CALLED_BY_FRAME = re.compile(r"(?<![\w$])(?:[a-z][\w$]*\.)+([A-Z][\w$]*\.[\w$<>-]+):(\d+)\b")
 # error codes, found fast on a whole text: simple patterns, each starting with a literal
@@ -315,11 +316,26 @@ def _node_core_frame(path: str, line: str) -> bool:
     return bare and path.endswith(".js") and line.lstrip().startswith("at ")
 
 
+def _js_frames(at_lines: str) -> Iterable[re.Match[str]]:
+    """The location of each line that is a JS frame: "at " (after a blank or at the start) right
+    before it, or before the "(" right before it."""
+    for line in at_lines.split("\n"):
+        m = JS_LOCATION.search(line)
+        if m is None:
+            continue
+        at = m.start()
+        if line[at - 1 : at] == "(":
+            if _AT_WORD.search(line, 0, at - 1):
+                yield m
+        elif line[max(0, at - 3) : at] == "at " and (at == 3 or line[at - 4 : at - 3].isspace()):
+            yield m
+
+
 def frames(text: str) -> set[str]:
     """Every distinct frame location as ``file:line`` or ``Class.method:line``."""
     found = set()
     at_lines = only_lines(text, ("at ",))  # both frame forms hold "at "
-    for m in JS_FRAME.finditer(at_lines):
+    for m in _js_frames(at_lines):
         name = _basename(m.group(1))
         if "." in name and not name.startswith(("<", "native")):
             found.add(f"{name}:{m.group(2)}")

@@ -10,6 +10,7 @@ from aider_gardener.cli import main
 from aider_gardener.pipeline import compress
 from aider_gardener.types import Source
 from tests.conftest import TOOL_OUTPUTS_MORE
+from tests.hang import finishes
 
 
 def _more(name: str) -> str:
@@ -162,3 +163,16 @@ def test_a_repr_with_a_number_is_no_file_position():
 
     assert not PATH_LINE.search("'view': ir.ui.view(3715,), 'arch': ...")
     assert PATH_LINE.search("src/a.cpp(12,5): error C2065").groups() == ("src/a.cpp", "12")
+
+
+def test_js_frames_are_found_in_linear_time():
+    """JS_FRAME's lazy prefix tried every "at " of a line against the rest of it: a line of many
+    "at " was quadratic (300 KB: minutes)."""
+    assert finishes(facts.frames, "at " * 100_000 + "x.js:1") == {"x.js:1"}
+    stack = (
+        "TypeError: x is undefined\n    at run (/app/src/main.js:12:5)\n"
+        "    at file:///app/src/boot.mjs:3:1\n"
+        "44 verbose stack     at Module._load (/app/lib/load.js:9:2)\n"
+        "cat (y.js:4) is no frame, nor is what:5\n"
+    )
+    assert facts.frames(stack) == {"main.js:12", "boot.mjs:3", "load.js:9"}
