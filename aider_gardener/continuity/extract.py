@@ -293,20 +293,171 @@ def _scan_output(output: str, command: str | None) -> OutputScan:
 
 _EXIT_LINE = re.compile(r"Error: Exit code \d+$")
 # Claude Code's answer when the user declines a tool call: the command never ran
-# or a hook blocked it ("Blocked: sleep 30 followed by: …")
+# or a hook blocked it ("Blocked: sleep 30 followed by: …"), or its auto mode could not
+# ask the model that judges a command's safety (real transcript, 2.1.x)
 _REJECTED = (
     "The user doesn't want to proceed with this tool use",
     "User rejected tool use",
     "Blocked: ",
+)
+_NOT_JUDGED = re.compile(
+    r"\S+ is temporarily unavailable, so auto mode cannot determine the safety"
 )
 
 
 def is_rejection(output: str) -> bool:
     """Whether ``output`` is the client's note that the user declined the call (no error of
     the command: it did not run)."""
-    head = output.lstrip()[:80] if isinstance(output, str) else ""
-    head = head.removeprefix("Error: ")
-    return head.startswith(_REJECTED)
+    head = output.lstrip()[:200] if isinstance(output, str) else ""
+    head = head.removeprefix("<tool_use_error>").removeprefix("Error: ")
+    return head.startswith(_REJECTED) or bool(_NOT_JUDGED.match(head))
+
+
+# --------------------------------------------------------------------------- commands
+
+# What a shell line runs, for recognising the same command run again: Claude Code writes each run
+# a little differently (``sleep 15 && …``, ``cd dir && …``, ``… 2>&1 | tail -20``).
+_SEPARATORS = ("&&", "||", ";", "\n")
+_SETUP = frozenset("cd pushd popd sleep export source . set unset echo printf true clear".split())
+_WRAPPERS = frozenset("sudo time nice nohup env stdbuf command exec".split())
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_REDIRECT = re.compile(r"^(?:\d?>>?|&>|<)(?:&\d|\S+)?$|^\d?>>?&\d$")
+# Filters after a pipe that show only part of an output: an error missing from their view is not
+# known to be gone. ``tail`` is not one: runners and compilers print their verdict last.
+_PARTIAL_FILTERS = frozenset("head less more cut wc sort uniq awk".split())
+_SEEKS_ERRORS = re.compile(r"err|fail|exception|traceback|panic|fatal|warn", re.I)
+# Programs whose exit status 1 is an answer, not a failure (no match, files differ, false)
+_ANSWER_EXIT_1 = frozenset("grep egrep fgrep rg ag diff cmp test [ [[".split())
+MAX_SHELL = 4000  # characters of a command line read for its parts
+
+
+def _shell_split(line: str, separators: tuple[str, ...]) -> list[str]:
+    """``line`` cut at the unquoted ``separators`` (quotes and backslash escapes respected, so
+    ``grep -E "a|b"`` is one part)."""
+    parts: list[str] = []
+    cur: list[str] = []
+    quote = ""
+    i, n = 0, len(line)
+    while i < n:
+        ch = line[i]
+        if quote:
+            cur.append(ch)
+            if ch == "\\" and quote == '"' and i + 1 < n:
+                cur.append(line[i + 1])
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+            cur.append(ch)
+        elif ch == "\\" and i + 1 < n:
+            cur.append(ch + line[i + 1])
+            i += 1
+        else:
+            sep = next((s for s in separators if line.startswith(s, i)), None)
+            if sep is not None:
+                parts.append("".join(cur))
+                cur = []
+                i += len(sep)
+                continue
+            cur.append(ch)
+        i += 1
+    parts.append("".join(cur))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _words(part: str) -> list[str]:
+    try:
+        import shlex
+
+        return shlex.split(part, posix=True)
+    except ValueError:
+        return part.split()
+
+
+def _program(words: list[str]) -> list[str]:
+    """The words of one simple command without what only sets it up: variable assignments,
+    wrappers (``sudo``, ``timeout 60``) and redirections."""
+    out = [w for w in words if not _REDIRECT.match(w)]
+    while out:
+        head = out[0]
+        if _ASSIGNMENT.match(head) or head in _WRAPPERS:
+            out = out[1:]
+        elif head == "timeout" and len(out) > 1:
+            out = out[2:] if not out[1].startswith("-") else out[1:]
+        else:
+            break
+    return out
+
+
+def _main_parts(command: str) -> list[list[str]]:
+    """The simple commands of a shell line that do the work, each as its pipeline's stages
+    (words): setup steps (``cd``, ``sleep``, ``export``, ``echo``) left out."""
+    line = command[:MAX_SHELL]
+    if "<<" in line:  # a here-document: its body is not commands
+        line = line.split("\n", 1)[0]
+    out = []
+    for part in _shell_split(line, ("&&", "||", ";", "\n")):
+        stages = [_program(_words(s)) for s in _shell_split(part, ("|",))]
+        stages = [s for s in stages if s]
+        if stages and stages[0][0] not in _SETUP:
+            out.append(stages)
+    return out
+
+
+def command_family(command: str | None) -> str:
+    """What a shell line runs, written one way: ``sleep 15 && cd app && FOO=1 pytest -q tests
+    2>&1 | tail -20`` -> ``pytest -q tests``. Setup steps, wrappers, redirections, what the
+    output is piped into and the folder a program is run from (``/opt/bin/gh`` is ``gh``) are
+    left out, and a part said twice (``a || /usr/bin/a``) once, so a re-run written
+    differently is still the same command. '' when nothing is left. Never raises."""
+    try:
+        if not isinstance(command, str) or not command.strip():
+            return ""
+        parts: dict[str, None] = {}
+        for stages in _main_parts(command):
+            words = stages[0]
+            program = re.split(r"[\\/]", words[0])[-1] or words[0]
+            parts.setdefault(" ".join([program, *words[1:]]), None)
+        return " && ".join(parts)[: 4 * LINE_MAX]
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def partial_output(command: str | None) -> bool:
+    """Whether a shell line shows only part of its output (piped into ``head``, ``less``, a
+    ``grep`` that is not looking for errors, …): an error absent from it is not known to be
+    gone. Never raises."""
+    try:
+        for stages in _main_parts(command or ""):
+            for stage in stages[1:]:
+                prog = stage[0].rsplit("/", 1)[-1]
+                if prog in _PARTIAL_FILTERS:
+                    return True
+                if prog == "sed" and "-n" in stage:
+                    return True
+                if prog in ("grep", "egrep", "rg"):
+                    if "-v" in stage or not any(_SEEKS_ERRORS.search(w) for w in stage[1:]):
+                        return True
+        return False
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def answer_exit(command: str | None, code: int | None) -> bool:
+    """Whether exit status ``code`` of this line is an answer, not a failure: ``grep`` found
+    nothing, ``diff`` found differences (status 1 of the last program that ran). Never
+    raises."""
+    try:
+        if code != 1:
+            return False
+        parts = _main_parts(command or "")
+        if not parts:
+            return False
+        last = parts[-1][-1]
+        return last[0].rsplit("/", 1)[-1] in _ANSWER_EXIT_1
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _diagnostics(norm: str) -> Iterator[tuple[str, str, str]]:
@@ -747,6 +898,103 @@ def says_failed(prompt: str) -> bool:
         return False
     except Exception:  # noqa: BLE001
         return False
+
+
+_FIXED = re.compile(
+    r"(?P<tests>\b(?:all\s+(?:\d+\s+)?(?:the\s+)?tests?\s+(?:now\s+)?pass(?:ed|es|ing)?"
+    r"|(?:the\s+)?tests?\s+(?:now\s+)?pass(?:es|ed|ing)?(?:\s+now)?"
+    r"|(?:the\s+)?tests?\s+(?:are|is)\s+(?:now\s+)?(?:passing|green)"
+    r"|\d+\s+passed(?:,\s+0\s+failed)?\b(?!,\s+[1-9]))\b)"
+    r"|(?P<build>\b(?:the\s+)?(?:build|compilation|compile|lint|linter|type[- ]?check)\s+"
+    r"(?:now\s+)?(?:passes|succeeds|succeeded|works|is\s+(?:clean|green|fixed))\b)"
+    r"|(?P<fixed>^\W*fixed\b(?!\s+(?:in|by|at|on|to|width|size|point|number|price|cost))"
+    r"|\b(?:that|this|it|everything|the\s+(?:error|issue|bug|problem|failure|crash))"
+    r"(?:'s|\s+is|\s+are|\s+has\s+been|\s+was)\s+(?:now\s+)?(?:fixed|resolved|solved|gone)\b"
+    r"|\b(?:errors?|issues?|problems?|bugs?)\s+(?:is\s+|are\s+)?(?:now\s+)?fixed\b"
+    r"|^[#\s*_>-]*(?:\W\s*)?\w[\w ./-]{0,60}\s+fixed\W*$)"
+    r"|(?P<clean>\b(?:that|this|it|everything)\s+(?:works|worked|is\s+working)(?:\s+now)?\b"
+    r"|^\W*works\s+now\b|\bno\s+(?:more\s+)?errors\b|\bwithout\s+(?:any\s+)?errors\b)",
+    re.I | re.M,
+)
+_HEDGED = re.compile(
+    r"\b(?:if|when|once|until|unless|whether|should|would|could|might|will|can|cannot|must|"
+    r"needs?\s+to|to\s+be|make\s+sure|ensure|verify|check|to\s+see|expect|hope|let'?s\s+see|"
+    r"not|never|no\s+longer|how|what|why|where|which|whose)\b[^.!?\n]*$|n't\b[^.!?\n]*$",
+    re.I,
+)
+FIXED_WINDOW = 300
+
+
+def _fixed_claim(text: str) -> tuple[str, re.Match[str], str] | None:
+    """(what is fixed, the match, the opening it is in) of the first unhedged claim."""
+    if not text or not isinstance(text, str) or says_failed(text):
+        return None
+    opening = "\n".join(x for x in prose_lines(text[:MAX_MESSAGE], FIXED_WINDOW) if x)
+    opening = opening[:FIXED_WINDOW]
+    for m in _FIXED.finditer(opening):
+        start = opening.rfind("\n", 0, m.start()) + 1
+        before = opening[start : m.start()]
+        cut = max(before.rfind(". "), before.rfind("! "), before.rfind("? "))
+        before = before[cut + 1 :] if cut >= 0 else before
+        rest = re.search(r"[.!?\n]|$", opening[m.end() :])
+        stop = opening[m.end() + rest.start() : m.end() + rest.start() + 1] if rest else ""
+        if _HEDGED.search(before + m.group(0)) or stop == "?":
+            continue
+        kind = next(k for k in ("tests", "build", "fixed", "clean") if m.group(k))
+        return kind, m, opening
+    return None
+
+
+def says_fixed(text: str) -> str | None:
+    """Does a message say the problem is fixed: "Fixed.", "that works now", "tests pass now",
+    "all 42 tests passed", "the build succeeds", "no errors"? Returns what is fixed: ``tests``,
+    ``build`` or ``any`` (the latest failure), else None. Only the opening prose is read, as
+    for ``says_failed``, and not a question, a condition or a negation ("if the tests pass",
+    "does it work now?", "not fixed", "should be fixed"); a message that says the attempt
+    failed says nothing fixed. Never raises."""
+    try:
+        found = _fixed_claim(text)
+        if found is None:
+            return None
+        return found[0] if found[0] in ("tests", "build") else "any"
+    except Exception:  # noqa: BLE001
+        return None
+
+
+_SPECIFIC = re.compile(r"[A-Za-z_][\w.:/-]*\w")
+_EXPLAINS = re.compile(r"\b(?:error|issue|problem|bug|exception|fail\w*|crash\w*|cause)\b", re.I)
+_CLAIM_GENERIC = frozenset(
+    """fixed fix fixes error errors issue issues problem problems bug bugs test tests build now
+    works work working that this it the all everything done great perfect good should pass
+    passed passes passing clean green resolved solved gone more without any again here there
+    with after before what which also just line lines where was were has have been thanks
+    thank successfully complete completed operation now the and for you are not has""".split()
+)
+
+
+def claim_words(text: str) -> set[str]:
+    """The specific words of a claim that something was fixed ("Fixed! The syntax error was on
+    line 23, an incomplete elif" -> {"syntax", "incomplete", "elif"}: the sentence after a bare
+    "Fixed!" counts when it explains an error): such a claim fixes only an error that shares one
+    of them. Empty for a bare "Fixed.", "That works now" or "no errors", which speak of the
+    latest failure whatever it was. Never raises."""
+    try:
+        found = _fixed_claim(text)
+        if found is None or found[0] != "fixed":
+            return set()
+        _kind, m, opening = found
+        sentences = re.split(r"(?<=[.!?])\s+", opening[m.start() :].strip(), maxsplit=2)
+        words: set[str] = set()
+        for n, sentence in enumerate(sentences[:2]):
+            if n and not _EXPLAINS.search(sentence):
+                break
+            words |= {w.lower() for w in _SPECIFIC.findall(sentence) if len(w) >= 3}
+            words -= _CLAIM_GENERIC
+            if words:
+                break
+        return words
+    except Exception:  # noqa: BLE001
+        return set()
 
 
 # --------------------------------------------------------------------------- edits

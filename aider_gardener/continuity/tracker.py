@@ -17,10 +17,21 @@ Rules worth knowing (the state block and checkpoints show the results):
   failed (and does not only state rules) replaces the previous goal.
 * an error is resolved when the command that showed it runs again *completely* (exit 0, no
   errors, a test run with counts, or only listing-kind errors: tests, compiler, lint) without
-  it. A crash with a different exception hides what would have followed, so it resolves
-  nothing. ``detail["resolved_by"]`` describes the latest attempt since the error was last
-  seen (None: it went away on a re-run without an edit). An undone attempt re-opens the errors
-  it resolved.
+  it. "Again" means the same ``extract.command_family`` (Claude Code writes one command as
+  ``sleep 15 && X 2>&1 | grep …`` and later ``X | tail -10``); a view of part of the output
+  (``| head``, a ``grep`` not looking for errors) shows nothing gone. A failing test is also
+  resolved by a complete run of the same runner that covers it (the whole suite, or a path
+  holding its file; never a ``-k``/``--lf`` subset). A crash with a different exception hides
+  what would have followed, so it resolves nothing. ``detail["resolved_by"]`` describes the
+  latest attempt since the error was last seen (None: it went away on a re-run without an
+  edit). An undone attempt re-opens the errors it resolved.
+* the user or the assistant saying it is fixed resolves too (``extract.says_fixed``): "tests
+  pass" the failing tests, "the build succeeds" compiler errors, "Fixed." or "that works now"
+  the errors of the latest failing output, if recent (the assistant's turn, or the user's
+  last two), and a claim naming what it fixed only errors naming it; ``detail
+  ["resolved_said"]`` quotes it. Seen again later, the error is a new open fact.
+* ``grep`` finding nothing (exit 1) and Claude Code's note that it could not judge a
+  command's safety are no errors.
 * texts are single lines of at most 200 characters with identifiers verbatim; an error's text
   is the error line alone (the command and resolution are in ``detail``, which the state block
   renders), a file's is ``path: op[, commit HASH MESSAGE]`` with op one of added, read-only,
@@ -48,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
@@ -68,6 +80,7 @@ SIGNATURE_KINDS = ("test:", "compile:", "lint:", "exception:", "error:", "exit:"
 MAX_COMMAND = 120
 MAX_PATH = 1000
 NO_COMMAND = "(output)"
+USER_CLAIM_TURNS = 2  # how far back the user's "that works now" reaches
 
 
 def _total(default: Any = None) -> Callable[[F], F]:
@@ -212,6 +225,8 @@ class _ErrorState:
     seen_seq: int  # the edit counter when last seen
     commands: set[str] = field(default_factory=set)
     failed_again: int = 0
+    families: set[str] = field(default_factory=set)  # ``extract.command_family`` of those
+    runner: str | None = None  # the test runner whose output showed it
 
 
 class FactTracker:
@@ -227,6 +242,9 @@ class FactTracker:
         self._files: dict[str, _FileState] = {}
         self._errors: dict[str, _ErrorState] = {}
         self._commands: dict[str, int] = {}  # command key -> edit counter at its last run
+        self._families: set[str] = set()  # ``extract.command_family`` of the commands run
+        self._last_failure: set[str] = set()  # error keys of the latest output that had any
+        self._last_failure_turn = -1
         self._prompt_seq = 0  # the edit counter at the latest prompt
         self._last_reply: tuple[int, str | None] = (-1, None)
         self._adopted: dict[str, Fact] = {}  # open errors read back without a signature
@@ -244,6 +262,7 @@ class FactTracker:
             self._ran_since_edit = True
             return
         failed = extract.says_failed(prompt)
+        self._said_fixed(prompt, "user", turn)
         if failed:
             attempts = self._attempts_since(self._prompt_seq) or self._latest_unblamed()
             said = clip(prompt, 80)
@@ -265,9 +284,11 @@ class FactTracker:
 
     @_total()
     def on_reply(self, text: Any, turn: Any, entry_id: Any = None) -> None:
-        """An assistant reply: decisions it agrees to."""
+        """An assistant reply: decisions it agrees to, and a fix it reports ("Fixed.", "all
+        tests pass")."""
         reply, turn, entry = _text(text)[: extract.MAX_MESSAGE], _turn(turn), _entry(entry_id)
         self._last_reply = (turn, entry)
+        self._said_fixed(reply, "assistant", turn)
         for kind, key, line in extract.decisions_in(reply, "assistant"):
             self._decide(kind, key, line, turn, entry, by="assistant")
 
@@ -283,28 +304,36 @@ class FactTracker:
         """A command's output (``/run``, ``/test``, lint, a shell command Aider ran)."""
         cmd, turn, entry = command_key(command), _turn(turn), _entry(entry_id)
         raw_command = _text(command) or None
+        family = clip(extract.command_family(raw_command), 4 * MAX_COMMAND) or cmd
         code = _exit_code(exit_code)
         if extract.is_rejection(_text(output)):
             return  # declined by the user: the command did not run, nothing to learn
         scan = extract.scan_output(_text(output), raw_command)
         errors = list(scan.errors)
+        if extract.answer_exit(raw_command, code):
+            code = 0  # grep found nothing, diff found differences: an answer, not a failure
+            errors = [e for e in errors if e.kind != "exit" and not _exit_only(e)]
         if not errors and code not in (None, 0):
-            errors.append(_exit_error(cmd, code, _text(output)))
+            errors.append(_exit_error(family, code, _text(output)))
         for sig in errors:
-            self._claim_adopted(sig, cmd)
+            self._claim_adopted(sig, cmd, family)
         present = {e.key for e in errors}
-        ran_before = cmd in self._commands
+        ran_before = cmd in self._commands or family in self._families
+        # A view of part of the output (``| head``, ``| grep -v``) does not show an error gone,
+        # unless the runner's verdict (test counts) is in it.
         complete = (
             code == 0
             or not errors
             or bool(scan.counts)
             or all(e.kind in LISTING_KINDS for e in errors)
-        )
+        ) and (bool(scan.counts) or not extract.partial_output(raw_command))
         if ran_before and complete:
-            self._resolve_missing(cmd, present, turn)
+            self._resolve_missing(cmd, family, present, turn)
+        if complete and scan.counts:
+            self._resolve_passed_tests(raw_command or cmd, scan.runner, present, turn)
         repeated: dict[int, list[ErrorSig]] = {}
         for sig in errors:
-            attempt = self._seen(sig, cmd, turn, entry)
+            attempt = self._seen(sig, cmd, turn, entry, family, scan.runner)
             if attempt is not None:
                 repeated.setdefault(attempt.id, []).append(sig)
         for attempt_id, sigs in repeated.items():
@@ -314,6 +343,9 @@ class FactTracker:
             more = f" (+{len(sigs) - 1} more)" if len(sigs) > 1 else ""
             self._fail(attempt, f"{DID_NOT_FIX}{sigs[0].line}{more}", turn, entry)
         self._commands[cmd] = self._seq
+        self._families.add(family)
+        if errors:
+            self._last_failure, self._last_failure_turn = set(present), turn
         self._ran_since_edit = True
         outcome = _outcome(scan.counts, errors, code, len(scan.errors))
         self.book.add(
@@ -464,7 +496,15 @@ class FactTracker:
 
     # -- internals: errors -----------------------------------------------------------------
 
-    def _seen(self, sig: ErrorSig, cmd: str, turn: int, entry: str | None) -> _Attempt | None:
+    def _seen(
+        self,
+        sig: ErrorSig,
+        cmd: str,
+        turn: int,
+        entry: str | None,
+        family: str = "",
+        runner: str | None = None,
+    ) -> _Attempt | None:
         """Record a sighting of ``sig``; the latest attempt it survived, if any."""
         fact = self.book.current("error", sig.key)
         state = self._errors.get(sig.key)
@@ -484,11 +524,15 @@ class FactTracker:
                     "entries": entries,
                 },
             )
-            self._errors[sig.key] = _ErrorState(self._seq, {cmd})
+            self._errors[sig.key] = _ErrorState(
+                self._seq, {cmd}, families={family or cmd}, runner=runner
+            )
             return None
         # an edit that fixed another error was aimed at that one (see the module docstring)
         survived = [a for a in self._attempts_since(state.seen_seq) if not a.resolved]
         state.commands.add(cmd)
+        state.families.add(family or cmd)
+        state.runner = state.runner or runner
         state.seen_seq = self._seq
         entries = list(fact.detail.get("entries", []))
         if entry and entry not in entries:
@@ -500,31 +544,83 @@ class FactTracker:
             self.book.update(fact, detail=detail)
         return survived[-1] if survived else None
 
-    def _resolve_missing(self, cmd: str, present: set[str], turn: int) -> None:
+    def _resolve_missing(self, cmd: str, family: str, present: set[str], turn: int) -> None:
         for fact in self.book.find("error"):
             if fact.status != "open" or fact.key in present:
                 continue
             state = self._errors.get(fact.key)
-            if state is None or cmd not in state.commands:
+            if state is None or (cmd not in state.commands and family not in state.families):
                 continue
-            fixers = self._attempts_since(state.seen_seq)
-            if fixers:
-                fixers[-1].resolved.append(fact.id)
-                self._acquit(fixers[-1], turn)
-                by: str | None = fixers[-1].describe()
-            else:
-                by = None  # gone on a re-run without an edit in between
-            self.book.update(
-                fact,
-                status="resolved",
-                detail={
-                    "resolved_by": by,
-                    "resolved_turn": turn,
-                    "resolved_attempts": [a.id for a in fixers],
-                },
-            )
+            self._resolve(fact, state, turn)
 
-    def _claim_adopted(self, sig: ErrorSig, cmd: str) -> None:
+    def _resolve_passed_tests(
+        self, line: str, runner: str | None, present: set[str], turn: int
+    ) -> None:
+        """A complete test run that does not list a failing test it covers (the whole suite,
+        or a path that holds the test) shows it passing, whatever line started the run."""
+        for fact in self.book.find("error"):
+            if fact.status != "open" or fact.key in present:
+                continue
+            test_id = _test_id(fact)
+            state = self._errors.get(fact.key)
+            if not test_id or state is None:
+                continue
+            if state.runner and runner and state.runner != runner:
+                continue
+            if _covers(line, test_id):
+                self._resolve(fact, state, turn)
+
+    def _said_fixed(self, text: str, who: str, turn: int) -> None:
+        """The user or the assistant says it is fixed: "tests pass" closes the open failing
+        tests, "the build succeeds" the compiler errors, "Fixed." or "that works now" the
+        errors of the latest output that showed any, when it is the one being talked about:
+        the assistant's in the same turn, the user's within ``USER_CLAIM_TURNS`` (the failure,
+        the request to fix it, the verdict); a claim naming what it fixed ("Fixed the KeyError
+        in parse()") closes only errors that name it too."""
+        scope = extract.says_fixed(text)
+        if scope is None:
+            return
+        back = 0 if who == "assistant" else USER_CLAIM_TURNS
+        recent = self._last_failure_turn >= turn - back
+        words = extract.claim_words(text) if scope == "any" else set()
+        said = clip(text, 80)
+        for fact in self.book.find("error"):
+            if fact.status != "open":
+                continue
+            state = self._errors.get(fact.key)
+            if state is None:
+                continue
+            kind = fact.detail.get("kind") or fact.key.split(":", 1)[0]
+            if scope == "tests":
+                hit = kind == "test" or bool(_test_id(fact)) or state.runner is not None
+            elif scope == "build":
+                hit = kind == "compile"
+            else:
+                hit = recent and fact.key in self._last_failure
+                if hit and words:
+                    line = str(fact.detail.get("line") or fact.text).lower()
+                    hit = any(w in line for w in words)
+            if hit:
+                self._resolve(fact, state, turn, f'{who} said "{said}" (turn {turn})')
+
+    def _resolve(self, fact: Fact, state: _ErrorState, turn: int, said: str | None = None) -> None:
+        fixers = self._attempts_since(state.seen_seq)
+        if fixers:
+            fixers[-1].resolved.append(fact.id)
+            self._acquit(fixers[-1], turn)
+            by: str | None = fixers[-1].describe()
+        else:
+            by = None  # gone on a re-run without an edit in between
+        detail = {
+            "resolved_by": by,
+            "resolved_turn": turn,
+            "resolved_attempts": [a.id for a in fixers],
+        }
+        if said:
+            detail["resolved_said"] = said
+        self.book.update(fact, status="resolved", detail=detail)
+
+    def _claim_adopted(self, sig: ErrorSig, cmd: str, family: str = "") -> None:
         """An error read back from a checkpoint seen again: from now on it is known by its
         signature, so it can fail attempts and be resolved like any other."""
         if not self._adopted or self.book.current("error", sig.key) is not None:
@@ -535,7 +631,8 @@ class FactTracker:
         old = self._errors.pop(fact.key, None)
         self.book.update(fact, key=sig.key, detail={"line": sig.line, "kind": sig.kind})
         commands = (old.commands if old else set()) | {cmd}
-        self._errors[sig.key] = _ErrorState(old.seen_seq if old else 0, commands)
+        families = (old.families if old else set()) | {family or cmd}
+        self._errors[sig.key] = _ErrorState(old.seen_seq if old else 0, commands, families=families)
 
     # -- internals: attempts ---------------------------------------------------------------
 
@@ -702,8 +799,10 @@ class FactTracker:
                 continue
             if fact.kind == "error" and fact.status == "open":
                 cmd = fact.detail.get("command") or NO_COMMAND
-                self._errors[fact.key] = _ErrorState(0, {cmd})
+                family = extract.command_family(cmd) or cmd
+                self._errors[fact.key] = _ErrorState(0, {cmd}, families={family})
                 self._commands.setdefault(cmd, 0)  # its next run can resolve it
+                self._families.add(family)
                 if not fact.key.startswith(SIGNATURE_KINDS):
                     # a checkpoint keys errors by their text: match them by the error line
                     self._adopted[" ".join(str(fact.detail.get("line") or fact.text).split())] = (
@@ -755,6 +854,63 @@ def _exit_code(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+_TEST_LINE = re.compile(r"^FAILED (\S+)")
+_PATHISH = re.compile(r"[/\\]|::|\.\w{1,5}$")
+# How test runs are started, before their own arguments: ``python -m pytest``, ``npx jest``, …
+_LAUNCHERS = frozenset(
+    """python python3 -m uv poetry pipenv hatch run npx pnpm yarn npm bun bunx cargo go dotnet
+    mvn gradle pytest py.test jest vitest mocha test tests tox nox unittest""".split()
+)
+# Options that run a subset of the tests: a failing test missing from such a run was not run
+_SELECTORS = re.compile(
+    r"^(?:-k|-m|-t|-run|--lf|--last-failed|--sw|--stepwise|--deselect|--grep|--filter|--only|"
+    r"--testNamePattern|--testPathPattern|--tests?)(?:=|$)"
+)
+# Options whose value is the next word (not a test path or a name filter)
+_VALUED = frozenset(
+    """-p -c -o -n -W -j --maxfail --rootdir --junitxml --junit-xml --tb --color --cov
+    --cov-report --timeout --durations --basetemp --confcutdir --reporter --config --workers
+    --import-mode --log-level --capture --ignore --ignore-glob""".split()
+)
+
+
+def _test_id(fact: Fact) -> str:
+    """The failing test an error fact is about (``tests/test_app.py::test_load``), or ''."""
+    if fact.key.startswith("test:"):
+        return fact.key[len("test:") :]
+    m = _TEST_LINE.match(str(fact.detail.get("line") or fact.text))
+    return m.group(1) if m else ""
+
+
+def _covers(command: str, test_id: str) -> bool:
+    """Whether a test run's line runs ``test_id``: no option selecting a subset (``-k``,
+    ``--lf``, ``-t``), no name filter, and either no path (the whole suite) or a path that
+    holds the test."""
+    test_file = re.split(r"::| > | › ", test_id, maxsplit=1)[0].replace("\\", "/")
+    words = extract.command_family(command).split(" && ")[-1].split()
+    while words and words[0].rsplit("/", 1)[-1] in _LAUNCHERS:
+        words = words[1:]
+    if any(_SELECTORS.match(w) for w in words):
+        return False
+    args = [
+        w
+        for i, w in enumerate(words)
+        if not w.startswith("-") and not (i and words[i - 1] in _VALUED)
+    ]
+    if any(not _PATHISH.search(w) for w in args):
+        return False  # a name filter (``cargo test parse``) or an option's value
+    for arg in args:
+        path = arg.replace("\\", "/").split("::", 1)[0].rstrip("/").removeprefix("./")
+        if test_file == path or test_file.startswith(path + "/") or test_file.endswith("/" + path):
+            return "::" not in arg or test_id.startswith(arg.removeprefix("./"))
+    return not args
+
+
+def _exit_only(error: ErrorSig) -> bool:
+    """Claude Code's "Error: Exit code 1" line alone, which only repeats the exit status."""
+    return error.line.startswith("Error: Exit code ")
 
 
 def _exit_error(cmd: str, code: int, output: str) -> ErrorSig:

@@ -619,3 +619,146 @@ def test_a_declined_tool_call_is_no_error():
     assert is_rejection("Error: The user doesn't want to proceed with this tool use. The tool")
     assert is_rejection("Error: Blocked: sleep 30 followed by: docker exec web odoo")
     assert not is_rejection("Error: Exit code 1\nUser rejected nothing")
+
+
+# --- commands run again, and fixes said (issue 22, point 6) ---
+
+
+@pytest.mark.parametrize(
+    "line, family",
+    [
+        # the shapes one command took in a real Claude Code session (an Odoo module install)
+        (
+            "sleep 15 && docker exec web-1 odoo -d db -i leads --stop-after-init 2>&1 | grep -iE"
+            ' "leads|error|loaded in" | head -30',
+            "docker exec web-1 odoo -d db -i leads --stop-after-init",
+        ),
+        (
+            "docker exec web-1 odoo -d db -i leads --stop-after-init 2>&1 | tail -10",
+            "docker exec web-1 odoo -d db -i leads --stop-after-init",
+        ),
+        (
+            "cd /srv/app && FOO=1 timeout 60 python -m pytest -q tests/",
+            "python -m pytest -q tests/",
+        ),
+        ("export PATH=/opt/bin:$PATH && make -j4 2>/dev/null", "make -j4"),
+        ('git add -A && git commit -m "fix: a && b"', "git add -A && git commit -m fix: a && b"),
+        ("ls -la /x 2>/dev/null && echo done", "ls -la /x"),
+        ("pytest", "pytest"),
+        # a real session: `gh` was missing, then found by its full path
+        (
+            "/opt/homebrew/bin/gh pr view 6621 2>/dev/null || ~/bin/gh pr view 6621",
+            "gh pr view 6621",
+        ),
+        ("cd /tmp", ""),
+        ("", ""),
+    ],
+)
+def test_command_family(line, family):
+    from aider_gardener.continuity.extract import command_family
+
+    assert command_family(line) == family
+
+
+def test_partial_output_is_a_view_that_cannot_show_an_error_gone():
+    from aider_gardener.continuity.extract import partial_output
+
+    assert partial_output("pytest -q 2>&1 | head -30")
+    assert partial_output("make | grep -v warning")
+    assert partial_output("odoo -i leads | grep -iE 'leads|loaded in'")
+    assert partial_output("cargo build | sed -n '1,40p'")
+    assert not partial_output("pytest -q 2>&1 | tail -20")  # the verdict comes last
+    assert not partial_output("odoo -i leads 2>&1 | grep -iE 'leads|error|loaded in'")
+    assert not partial_output('pytest -q -k "a or b"')  # a quoted | is no pipe
+    assert not partial_output("pytest -q")
+
+
+def test_grep_finding_nothing_is_an_answer_not_a_failure():
+    from aider_gardener.continuity.extract import answer_exit
+
+    assert answer_exit('grep -n "class.*Model" src/models.py', 1)
+    assert answer_exit("cd src && rg TODO 2>/dev/null", 1)
+    assert answer_exit("pytest -q | grep FAILED", 1)
+    assert not answer_exit("grep -n x missing.py", 2)  # no such file: an error
+    assert not answer_exit("pytest -q", 1)
+    assert not answer_exit("grep x a.py && make", 1)  # make ran last
+
+
+def test_claude_codes_unjudged_command_did_not_run():
+    from aider_gardener.continuity.extract import is_rejection
+
+    # Claude Code 2.1.x auto mode, when the model that judges a command's safety is down
+    assert is_rejection(
+        "Error: claude-opus-4-8 is temporarily unavailable, so auto mode cannot determine the"
+        " safety of Bash right now."
+    )
+    assert is_rejection("<tool_use_error>Blocked: sleep 30 followed by: make</tool_use_error>")
+
+
+@pytest.mark.parametrize(
+    "text, scope",
+    [
+        # said in real Claude Code sessions
+        ("Tests pass. Now I'll stage and commit the changes.", "tests"),
+        ("All tests pass with 100% line coverage.", "tests"),
+        ("Fixed. The base search view defines the filter as `name='stage'`.", "any"),
+        ("Fixed! The syntax error was on line 22-23 where an `elif` was incomplete.", "any"),
+        ("Both modules installed successfully — `Modules loaded`, no errors.", "any"),
+        ("## DNS Resolution Fixed", "any"),
+        # said by users
+        ("that works now, thanks", "any"),
+        ("it works now! next: the export button", "any"),
+        ("tests pass now", "tests"),
+        ("the build succeeds now", "build"),
+        ("12 passed in 0.41s", "tests"),
+        # not a fix
+        ("does it work now?", None),
+        ("if the tests pass, commit", None),
+        ("not fixed yet, same error", None),
+        ("that didn't work", None),
+        ("the tests should pass now", None),
+        ("Let me make sure the tests pass", None),
+        ("I fixed the import; let me run the tests", None),
+        ("Two things need to be fixed first", None),
+        ("fixed width columns please", None),
+        ("The column width is fixed at 400px", None),
+        ("Correct! Here's how it works: same-day rows are replaced", None),
+        ("3 passed, 1 failed", None),
+        ("", None),
+    ],
+)
+def test_says_fixed(text, scope):
+    from aider_gardener.continuity.extract import says_fixed
+
+    assert says_fixed(text) == scope
+
+
+def test_a_claim_naming_what_it_fixed_keeps_those_words():
+    from aider_gardener.continuity.extract import claim_words
+
+    assert claim_words("Fixed the KeyError in parse().") == {"keyerror", "parse"}
+    assert {"syntax", "elif"} <= claim_words(
+        "Fixed! The syntax error was on line 22-23 where an `elif` was incomplete."
+    )
+    assert claim_words("## DNS Resolution Fixed") == {"dns", "resolution"}
+    assert claim_words("Fixed. Now let me restart the server.") == set()  # a bare claim
+    assert claim_words("that works now") == set()
+    assert claim_words("tests pass") == set()
+
+
+@settings(max_examples=150, deadline=None)
+@given(_odd_text)
+def test_command_and_claim_functions_never_raise(text):
+    from aider_gardener.continuity.extract import (
+        answer_exit,
+        claim_words,
+        command_family,
+        partial_output,
+        says_fixed,
+    )
+
+    assert isinstance(command_family(text), str)
+    assert isinstance(partial_output(text), bool)
+    assert isinstance(answer_exit(text, 1), bool)
+    assert says_fixed(text) in (None, "tests", "build", "any")
+    assert isinstance(claim_words(text), set)

@@ -497,3 +497,155 @@ def test_a_declined_command_leaves_no_open_error():
     tracker = FactTracker()
     tracker.on_output("find / -name x.xml", "User rejected tool use", 3, "id1", exit_code=1)
     assert not [f for f in tracker.book.find("error") if f.status == "open"]
+
+
+# --- resolved is resolved (issue 22, point 6) ---
+
+ODOO_FAIL = (
+    "2026-05-05 23:10:11,249 1225 ERROR db odoo.modules.registry: Failed to load registry\n"
+    "ValueError: External ID not found in the system: leads.view_lead_form\n"
+)
+ODOO_DONE = (
+    "2026-05-05 23:15:06,936 1306 INFO db odoo.modules.loading: 227 modules loaded in 17.08s\n"
+    "2026-05-05 23:15:08,924 1306 INFO db odoo.modules.loading: Modules loaded.\n"
+)
+
+
+def open_errors(t: FactTracker) -> list[str]:
+    return [f.text for f in t.book.find("error") if f.status == "open"]
+
+
+def test_the_same_command_written_differently_resolves_its_error():
+    """As Claude Code ran one module install in a real session: first behind a ``sleep`` and a
+    ``grep`` for errors, then plain with ``| tail``: the error is gone, the install passed."""
+    t = FactTracker()
+    install = "docker exec web-1 odoo -d db -i leads --stop-after-init 2>&1"
+    t.on_output(f"sleep 15 && {install} | grep -iE 'leads|error'", ODOO_FAIL, 1, "o1", 0)
+    assert len(open_errors(t)) == 2
+    t.on_edit_applied(["leads/views/lead_view.xml"], 1)
+    t.on_output(f"{install} | tail -10", ODOO_DONE, 1, "o2", exit_code=0)
+    assert open_errors(t) == []
+    fixed = t.book.find("error")[0]
+    assert fixed.detail["resolved_by"].startswith("edit of leads/views/lead_view.xml")
+
+
+def test_a_partial_view_of_the_output_resolves_nothing():
+    t = FactTracker()
+    t.on_output("pytest -q 2>&1 | head -40", PYTEST_FAIL.format(t="1"), 1, "o1", exit_code=0)
+    head = "\n".join(PYTEST_FAIL.format(t="1").splitlines()[:4]) + "\n"  # the failures cut off
+    t.on_output("pytest -q 2>&1 | head -40", head, 2, "o2", exit_code=0)
+    assert len(open_errors(t)) == 2
+
+
+def test_a_whole_suite_run_shows_a_failing_test_passing():
+    t = FactTracker()
+    t.on_output("pytest tests/test_app.py::test_load", PYTEST_FAIL.format(t="1"), 1, "o1", 1)
+    t.on_edit_applied(["src/app.py"], 2)
+    t.on_output("python -m pytest -q -k parse", PYTEST_PASS, 2, "o2", exit_code=0)
+    t.on_output("pytest tests/test_other.py", PYTEST_PASS, 2, "o3", exit_code=0)
+    assert len(open_errors(t)) == 2  # a subset that may not hold them: not shown passing
+    t.on_output("cd /srv/app && python -m pytest -q 2>&1 | tail -5", PYTEST_PASS, 2, "o4", 0)
+    assert open_errors(t) == []
+
+
+def test_the_user_saying_it_works_closes_the_latest_failure():
+    t = FactTracker()
+    t.on_output("npm run build", "building...\nsomething odd happened\n", 1, "o1", exit_code=2)
+    t.on_prompt("fix the build", 2)
+    t.on_edit_applied(["package.json"], 2)
+    t.on_prompt("does it work now?", 3)  # a question says nothing
+    assert open_errors(t) == ["exit 2: something odd happened"]
+    t.on_prompt("that works now, thanks", 3)
+    (err,) = t.book.find("error")
+    assert err.status == "resolved" and err.detail["resolved_said"].startswith("user said")
+
+
+def test_a_fix_the_assistant_reports_closes_what_it_names():
+    t = FactTracker()
+    out = (
+        "Traceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'name'\n"
+        "bash: line 2: jq: command not found\n"
+    )
+    t.on_output("python x.py", out, 4, "o1", exit_code=1)
+    t.on_reply("Fixed the KeyError in the config loader.", 4)
+    assert open_errors(t) == ["bash: line 2: jq: command not found"]
+    t.on_reply("All tests pass now.", 4)  # no failing test open: nothing else closes
+    assert open_errors(t) == ["bash: line 2: jq: command not found"]
+    t.on_reply("Fixed.", 4)
+    assert open_errors(t) == []
+
+
+def test_a_bare_claim_does_not_reach_an_old_failure():
+    t = FactTracker()
+    t.on_output("ls /nope", "ls: cannot access '/nope': No such file or directory\n", 1, "o", 2)
+    t.on_prompt("now make the header sticky", 2)
+    t.on_reply("Fixed. The header now stays on top.", 2)  # about the request, not ls
+    t.on_prompt("that works now", 5)
+    assert len(open_errors(t)) == 1
+
+
+def test_tests_said_to_pass_close_failing_tests_only():
+    t = FactTracker()
+    t.on_output("pytest -q", PYTEST_FAIL.format(t="1"), 1, "o1", exit_code=1)
+    t.on_output("make lint", "building...\nsomething odd happened\n", 1, "o2", exit_code=2)
+    t.on_prompt("tests pass now", 2)
+    assert open_errors(t) == ["exit 2: something odd happened"]
+
+
+def test_an_error_seen_again_after_the_claim_is_open_again():
+    t = FactTracker()
+    t.on_output("pytest -q", PYTEST_FAIL.format(t="1"), 1, "o1", exit_code=1)
+    t.on_reply("All tests pass.", 1)
+    assert open_errors(t) == []
+    t.on_output("pytest -q", PYTEST_FAIL.format(t="2"), 2, "o2", exit_code=1)
+    assert len(open_errors(t)) == 2
+
+
+def test_grep_finding_nothing_and_an_unjudged_command_are_no_errors():
+    t = FactTracker()
+    t.on_output('grep -rn "menuitem" src/', "Error: Exit code 1\n", 1, "o1", exit_code=1)
+    t.on_output(
+        "rm -rf build",
+        "Error: claude-opus-4-8 is temporarily unavailable, so auto mode cannot determine the"
+        " safety of Bash right now.",
+        1,
+        "o2",
+        exit_code=1,
+    )
+    assert open_errors(t) == []
+
+
+def test_closed_errors_are_fixed_in_the_state_block_and_not_carried():
+    from aider_gardener.continuity.checkpoint import (
+        carried_facts,
+        parse_checkpoint,
+        render_checkpoint,
+    )
+    from aider_gardener.continuity.state import ERRORS, FIXED, render_state
+
+    t = FactTracker()
+    t.on_output("pytest -q", PYTEST_FAIL.format(t="1"), 1, "o1", exit_code=1)
+    t.on_prompt("tests pass now", 2)
+    block = render_state(t.book, max_tokens=800, model="gpt-4o")
+    assert FIXED in block and ERRORS not in block and "test_parse" in block
+    text = render_checkpoint(t.book, trigger="exit", session="s1", project="/p")
+    back = parse_checkpoint(text)
+    assert [f for f in carried_facts(back.facts).find("error")] == []
+
+
+def test_real_odoo_install_errors_close_when_the_install_passes():
+    """A real Claude Code session (``../shared/data``): a module install failed five ways, each
+    run written differently, until one passed ("Modules loaded."). Every error of it closes;
+    none of the session's other errors closes on the way."""
+    from aider_gardener.clients.claude_hooks import facts_from_transcript
+    from tests.conftest import SHARED
+
+    path = SHARED / "claude_code_transcripts" / "cc_session__Eduardodmb-ClaudeWork__a572bd87.jsonl"
+    if not path.is_file():
+        pytest.skip(f"shared transcript not found: {path}")
+    book = facts_from_transcript(str(path), Path("/nonexistent")).book
+    install = [f for f in book.find("error") if "-i search_leads" in f.detail["command"]]
+    assert len(install) >= 10
+    assert {f.status for f in install} == {"resolved"}
+    others = [f for f in book.find("error") if f not in install]
+    assert [f.detail.get("resolved_said") for f in others] == [None] * len(others)

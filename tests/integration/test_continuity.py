@@ -682,3 +682,72 @@ def test_sigterm_writes_the_exit_checkpoint_then_chains(make_coder, llm, repo, t
         assert seen == [signal.SIGTERM] * 2
     finally:
         signal.signal(signal.SIGTERM, original)
+
+
+# --- resolved is resolved (issue 22, point 6) ---
+
+
+def real_test_suite(repo) -> str:
+    """A real pytest suite of app.parse that fails until parse reads an empty string as 0;
+    the command that runs it."""
+    import sys
+
+    (repo / "tests").mkdir(exist_ok=True)
+    (repo / "tests" / "test_app.py").write_text(
+        "from app import parse\n\n\ndef test_parse():\n    assert parse(' ') == 0\n\n\n"
+        "def test_plain():\n    assert parse('2') == 2\n"
+    )
+    return f"{sys.executable} -m pytest -q -p no:cacheprovider"
+
+
+def test_a_failing_test_that_later_passes_is_fixed_and_not_carried(make_coder, llm, repo, capsys):
+    """A real pytest run of one test fails; after the fix the whole suite, run by another line,
+    passes: the error is fixed in the state block and the next session carries no open
+    error."""
+    pytest_cmd = real_test_suite(repo)
+    first = make_coder(fnames=[str(repo / "app.py")])
+    answer(llm, "test_parse fails.")
+    first.run(with_message=f"/run {pytest_cmd} tests/test_app.py::test_parse")
+    (err,) = facts(first, "error")
+    assert err.status == "open" and "test_parse" in err.text
+    answer(llm, edit_reply("    return int(x)\n", "    return int(x.strip() or 0)\n"), "fix", "ok")
+    first.run(with_message="fix the parse failure")
+    answer(llm, "All green.")
+    first.run(with_message=f"/run {pytest_cmd}")
+    assert [f.status for f in facts(first, "error")] == ["resolved"]
+    answer(llm, "Ok.")
+    first.run(with_message="what is left to do?")
+    sent = text_of(llm.last)
+    assert "Fixed errors" in sent and "Open errors" not in sent
+    first.gardener.close()
+    capsys.readouterr()
+
+    second = make_coder()
+    assert "open error" not in said(capsys)
+    answer(llm, "Nothing.")
+    second.run(with_message="anything broken?")
+    assert "test_parse" not in text_of(llm.last)
+
+
+def test_the_user_saying_it_works_closes_the_error_for_later_sessions(
+    make_coder, llm, repo, capsys
+):
+    failing_script(repo)
+    first = make_coder(fnames=[str(repo / "app.py")])
+    answer(llm, "It fails.")
+    first.run(with_message="/run sh check.sh")
+    assert [f.status for f in facts(first, "error")] == ["open"]
+    answer(llm, edit_reply("    return int(x)\n", "    return int(x.strip() or 0)\n"), "fix", "ok")
+    first.run(with_message="fix the parse failure")
+    answer(llm, "Glad to hear it.")
+    first.run(with_message="that works now, thanks")
+    (err,) = facts(first, "error")
+    assert err.status == "resolved" and "that works now" in err.detail["resolved_said"]
+    first.gardener.close()
+    capsys.readouterr()
+
+    second = make_coder()
+    assert "open error" not in said(capsys)
+    answer(llm, "Ok.")
+    second.run(with_message="what next?")
+    assert "Open errors" not in text_of(llm.last)
