@@ -536,14 +536,18 @@ def _warning(usage: Any, state: dict) -> tuple[str | None, str | None]:
 
 
 def _in_context(store: Any, session_id: str | None, since: float) -> set[str]:
-    """Ids this session stored since ``since`` (its last compaction): the context holds them."""
+    """Ids this session stored since ``since`` (its last compaction), or saw again since then (a
+    file read before the compaction and read again after it keeps its first sighting, but the
+    store notes its access): the context holds them. An entry another session re-read since
+    counts too, which can only cost a recall, never add noise."""
     if not session_id:
         return set()
 
     def q(c):
         rows = c.execute(
-            "SELECT entry_id FROM entry_sessions WHERE session_id = ? AND first_seen >= ?",
-            (session_id, since),
+            "SELECT s.entry_id FROM entry_sessions s WHERE s.session_id = ? AND (s.first_seen >= ?"
+            " OR s.entry_id IN (SELECT id FROM entries WHERE last_access >= ?))",
+            (session_id, since, since),
         )
         return {r[0] for r in rows}
 
@@ -555,12 +559,15 @@ def _in_context(store: Any, session_id: str | None, since: float) -> set[str]:
 
 
 def _recall_block(store: Any, prompt: str, skip: set[str], budget: int) -> tuple[str, list[str]]:
-    """Recalled summaries for ``prompt`` within ``budget`` tokens, and their ids."""
+    """Recalled summaries for ``prompt`` within ``budget`` tokens, and their ids: only hits above
+    the relevance floor (``prompt_recall``)."""
     from ..tokens import count_tokens
+    from .prompt_recall import relevant
 
     if len(prompt.strip()) < RAG_MIN_CHARS or prompt.lstrip().startswith("/"):
         return "", []
     hits = store.recall(prompt, limit=RAG_HITS + min(len(skip), RAG_SKIP_MAX), mode="fts")
+    hits = relevant(store, prompt, [h for h in hits if h.entry_id not in skip])
     head = "[gardener: stored context that may bear on this request (recall/expand for more)]"
     used = count_tokens(head)
     parts, ids = [head], []
@@ -647,14 +654,16 @@ def _storable_prompt(prompt: str) -> bool:
 def user_prompt_submit(payload: dict) -> dict:
     """Usage warnings, session RAG for the prompt, and the conversation into the store: the
     replies written since the last stored one, then the prompt itself (after recall, so it is
-    not its own hit)."""
+    not its own hit). What recall added is said in one line to the user (``systemMessage``,
+    after a usage warning), and nothing when it added nothing."""
     from ..pipeline import entry_id
+    from .prompt_recall import added_line
     from .transcript import save_usage, usage_from_transcript
 
     store_dir = _store_dir(payload)
     state_path = _state_path(store_dir, payload)
     state = _load_state(state_path)
-    user_msg = model_note = None
+    user_msg = model_note = added = None
     usage = usage_from_transcript(payload.get("transcript_path"), payload.get("model"))
     if usage is not None:
         save_usage(store_dir, usage)
@@ -678,13 +687,15 @@ def user_prompt_submit(payload: dict) -> dict:
                 if block:
                     context.append(block)
                     state["recalled"] = list(dict.fromkeys([*(state.get("recalled") or []), *ids]))
+                    added = added_line(store, ids)  # what the user is told the model got
             _store_turns(store, state, [], keep)
         finally:
             store.close()
     _save_state(state_path, state)
     out = _hook_output("UserPromptSubmit", additionalContext="\n\n".join(context) or None)
-    if user_msg:
-        out["systemMessage"] = user_msg
+    shown = "\n".join(x for x in (user_msg, added) if x)
+    if shown:
+        out["systemMessage"] = shown
     return out
 
 
@@ -917,7 +928,120 @@ def _save_facts(store: Any, book: Any) -> None:
         log.warning("gardener: facts not saved in the store (%s)", err)
 
 
+CATCH_UP_SESSIONS = 3  # earlier sessions' transcripts SessionStart(startup) reads at most
+CATCH_UP_BYTES = 64 << 20  # of them in all
+
+
+def _transcripts_dir(payload: dict, latest: Any) -> Path | None:
+    """Claude Code's folder of this project's transcripts: the one this session's transcript is
+    in, or (at startup Claude Code names a file it has not written yet, which the hook is not
+    given) the one holding the transcript of the checkpoint's session, found by its id under
+    ``$CLAUDE_CONFIG_DIR`` (default ``~/.claude``) ``/projects``."""
+    own = payload.get("transcript_path")
+    if isinstance(own, str) and own:
+        return Path(own).parent
+    session = str(latest.session or "")
+    prefix = f"{CLIENT}-"
+    raw = session[len(prefix) :] if session.startswith(prefix) else ""
+    if not _SESSION_NAME.fullmatch(raw):
+        return None
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+    try:
+        found = sorted(Path(config, "projects").glob(f"*/{raw}.jsonl"))
+    except OSError:
+        return None
+    return found[0].parent if len(found) == 1 else None
+
+
+def _in_project(path: Path, root: Path) -> bool:
+    """Whether a transcript is of this project: its first record naming a ``cwd`` names one
+    inside ``root`` (a checkpoint is a file anyone can edit: its session id must not lead the
+    hook to another project's transcript)."""
+    for record in _records(str(path)):
+        cwd = record.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            try:
+                Path(cwd).resolve().relative_to(root)
+                return True
+            except (ValueError, OSError):
+                return False
+    return False
+
+
+def _later_transcripts(payload: dict, latest: Any, root: Path) -> list[Path]:
+    """This project's other Claude Code transcripts written after the latest checkpoint,
+    oldest first, the latest ``CATCH_UP_SESSIONS`` of them within ``CATCH_UP_BYTES``: the
+    sessions that went on, or ended, after it."""
+    folder = _transcripts_dir(payload, latest)
+    try:
+        since = latest.path.stat().st_mtime if latest.path else 0.0
+    except OSError:
+        return []
+    if folder is None:
+        return []
+    own = f"{payload.get('session_id') or ''}.jsonl"
+    found = []
+    try:
+        for path in folder.glob("*.jsonl"):
+            if path.name == own or not _SESSION_NAME.fullmatch(path.stem):
+                continue
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode) and info.st_mtime > since:
+                found.append((info.st_mtime, info.st_size, path))
+    except OSError:
+        return []
+    found.sort()
+    kept, total = [], 0
+    for _mtime, size, path in reversed(found[-CATCH_UP_SESSIONS:]):
+        if total + size > CATCH_UP_BYTES:
+            break
+        if _in_project(path, root):
+            kept.append(path)
+            total += size
+    return kept[::-1]
+
+
+def _caught_up(payload: dict, latest: Any, folder: Path, root: Path) -> Any:
+    """The latest checkpoint brought up to date with what the sessions after it did, written
+    as those sessions' exit checkpoint (Claude Code has no exit hook: a session checkpoints at
+    PreCompact only): an error fixed after the last compaction is then closed, and no later
+    session carries it, here or at its own PreCompact. None when no session went on since."""
+    from ..continuity.checkpoint import (
+        carried_facts,
+        read_checkpoint,
+        render_checkpoint,
+        write_checkpoint,
+    )
+    from ..continuity.tracker import FactTracker
+    from .project import client_session_id
+
+    paths = _later_transcripts(payload, latest, root)
+    if not paths:
+        return None
+    tracker = FactTracker(carried_facts(latest.facts))
+    store = _open(payload) if (_store_dir(payload) / "store.sqlite").exists() else None
+    try:
+        for path in paths:
+            tracker = facts_from_transcript(str(path), root, tracker, store.get if store else None)
+    finally:
+        if store is not None:
+            store.close()
+    session = client_session_id(CLIENT, paths[-1].stem) or "claude-unknown"
+    text = render_checkpoint(
+        tracker.book,
+        trigger="exit",
+        session=session,
+        project=str(root),
+        note="Claude Code session end, read from its transcript when the next session started",
+    )
+    checkpoint = read_checkpoint(write_checkpoint(folder, text))
+    return checkpoint if checkpoint.verified else None
+
+
 def session_start(payload: dict) -> dict:
+    """The state block as additional context: after a compaction or on resume, the latest
+    checkpoint's; on startup, the open facts the sessions before left (``carried_facts``), read
+    up to the end of those sessions (``_caught_up``)."""
     from ..continuity.checkpoint import carried_facts, load_latest
     from .project import client_session_id, project_dir
 
@@ -939,6 +1063,10 @@ def session_start(payload: dict) -> dict:
     if source in ("compact", "resume") or latest.session == sid:
         book, what = latest.facts, "restored from the checkpoint written"
     else:
+        try:
+            latest = _caught_up(payload, latest, folder, root) or latest
+        except Exception as err:  # noqa: BLE001 - the checkpoint as it is still helps
+            log.warning("gardener: earlier sessions not read to their end (%s)", err)
         book, what = carried_facts(latest.facts), "carried over from the checkpoint of"
         if not len(book):
             return {}
