@@ -61,12 +61,15 @@ _QUOTE = re.compile(r"^\s{0,3}>")
 _REASONING_OPEN = re.compile(r"^\s*<(think|thinking|reasoning|thinking-content-[0-9a-f]+)>\s*$")
 _REASONING_CLOSE = re.compile(r"^\s*</(think|thinking|reasoning|thinking-content-[0-9a-f]+)>\s*$")
 
-_BOUNDARY = re.compile(r"[.!?]+[\"')\]*_]*\s+(?=[\"'(\[`*_#]*[A-Z0-9])")
+# Starting only where a run of [.!?] starts: a match from inside the run is a match from its
+# start, and trying every position of "....…" rescanned the rest of the run from each.
+_BOUNDARY = re.compile(r"(?<![.!?])[.!?]+[\"')\]*_]*\s+(?=[\"'(\[`*_#]*[A-Z0-9])")
 _ABBREVIATIONS = frozenset(
     "e.g i.e etc cf vs approx incl resp al fig figs no nos mr mrs ms dr prof st jr sr vol"
     " ca eq eqs sec ch pp p".split()
 )
 _ABBREV_IN_TEXT = re.compile(r"\b(?:e\.g|i\.e|cf|vs|etc|approx|incl)\.", re.I)
+_PUNCT_RUN = re.compile(r"(?<![./\\~-])[./\\~-]{64,}")
 # Every alternative starts at a token boundary (\b or a lookbehind): a free leading [\w./-]*
 # would rescan a megabyte-long "word" from every position.
 _FACT = re.compile(
@@ -289,9 +292,13 @@ def _is_table_rule(text: str) -> bool:
 
 
 def _facts(text: str) -> list[str]:
-    """The names, paths, numbers, URLs and code spans of a text, in order, once each."""
+    """The names, paths, numbers, URLs and code spans of a text, in order, once each.
+
+    Runs of 64 or more path punctuation (./\\~-) are blanked first: _FACT's path alternative
+    splits a token at each separator, and over a long run without a letter after it every split
+    rescanned the run (a line of backslashes was quadratic). Such a run names nothing."""
     found: dict[str, None] = {}
-    for m in _FACT.finditer(_ABBREV_IN_TEXT.sub(" ", text)):
+    for m in _FACT.finditer(_PUNCT_RUN.sub(" ", _ABBREV_IN_TEXT.sub(" ", text))):
         fact = m.group(0).strip("`").rstrip(".,:;(")
         if fact:
             found[fact] = None

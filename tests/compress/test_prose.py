@@ -453,3 +453,17 @@ def test_a_long_dashed_table_row_does_not_hang():
     text = prefix + "\n\n" + table + "\n" + prefix
     out = finishes(compress_prose, text, CompressOptions())
     assert "| run | time |" in out.text and len(out.text) < len(text)
+
+
+@pytest.mark.parametrize(
+    "run",
+    ["\\" * 100_000, "." * 100_000, "a.b" + "?" * 100_000 + " x"],
+    ids=["backslashes", "dots", "question marks"],
+)
+def test_a_long_punctuation_run_does_not_hang(run):
+    """_FACT's path alternative rescanned a run of separators from each split of it, and
+    _BOUNDARY tried every position of a run of [.!?]: both quadratic."""
+    prefix = "The build failed on the second step of the pipeline, once again. " * 6
+    text = prefix + "\n\n" + run + "\n\n" + prefix
+    out = finishes(compress_prose, text, CompressOptions())
+    assert len(out.text) <= len(text)
