@@ -19,7 +19,17 @@ checked against the CLI pinned in ``dev`` for the end-to-end test, 2.1.332):
   2.1.121: "PostToolUse hooks can now replace tool output for all tools via
   hookSpecificOutput.updatedToolOutput"), in the shape of the tool's own result: 2.1.332 drops a
   plain string for Bash (found by the end-to-end test with the real CLI). The transcript then
-  records the replacement, not the original;
+  records the replacement, not the original. What passes on whole is limited per tool (saved
+  to a file past it, the model gets a 2 KB preview): ``clients/fit.py`` lists the limits;
+- PostToolUseFailure (a tool call that failed; 2.1.332 sends a command exiting non-zero here,
+  not to PostToolUse) input: ``tool_name``, ``tool_input``, ``tool_use_id``, ``error`` (what the
+  model is shown: "Exit code N" and the output, its middle cut past ~10,000 characters and not
+  saved anywhere), ``is_interrupt``, ``duration_ms``; output ``hookSpecificOutput:
+  {hookEventName: "PostToolUseFailure", additionalContext}`` only (the CLI's schema has no
+  ``updatedToolOutput`` for it; the context arrives after the result, as a system message). The
+  other event a result arrives by, PostToolBatch (``tool_calls`` with each result as the model
+  got it, after PostToolUse's changes), is not registered: each of its results came by one of
+  these two, and it too can only add context;
 - UserPromptSubmit input: ``prompt``; output ``hookSpecificOutput.additionalContext`` (added to
   the model's context) and ``systemMessage`` (shown to the user);
 - Stop input: ``stop_hook_active`` and, since 2.1.47, ``last_assistant_message`` (the text of
@@ -34,17 +44,24 @@ checked against the CLI pinned in ``dev`` for the end-to-end test, 2.1.332):
 
 Decisions
     PostToolUse replaces what the model sees only for output it reads rather than edits from:
-    shell commands (Bash, PowerShell), searches (Grep, Glob), web fetches and searches, and MCP
-    tools; only above ``REPLACE_MIN_TOKENS`` (Aider's ``--gardener-max-output`` default) and only
-    when the summary is at most half the original. The summary ends with its
-    ``[full output stored: id=…]`` line, and the model gets the original back with the MCP
-    server's ``expand`` tool. Read results (a file the model is about to edit), edits, task lists
+    shell commands (Bash, PowerShell), searches (Grep, Glob), web fetches and searches, MCP
+    tools, and Read results of files nobody edits by hand (logs, data, lock, minified and
+    generated files: ``claude_read``); only above ``REPLACE_MIN_TOKENS`` (Aider's
+    ``--gardener-max-output`` default) and only when the replacement is at most half the
+    original, or the original is over Claude Code's limit for the tool (the model would get a
+    2 KB preview). The replacement is the summary cut to ``GARDENER_HOOK_SUMMARY_TOKENS`` (2,000)
+    and to the tool's limit with a margin, its facts first (``fit``); its first line holds the
+    ``[full output stored: id=…]`` handle and names the ``expand`` and ``recall`` tools as Claude
+    Code names the plugin's. Other Read results (a file the model is about to edit; its outline
+    in the opt-in ``GARDENER_HOOK_READ_OUTLINE`` mode), a Read of given lines, edits, task lists
     and subagent reports are never replaced: they are stored for recall, and above
     ``NOTE_MIN_TOKENS`` get a one-line "stored as id=…" note. A summary is never appended next to
-    an output the model sees whole: that would only add tokens. On a Claude Code older than
-    2.1.121 (the version is read from the transcript), built-in tools' outputs cannot be
-    replaced, so they get the note only. The gardener's own MCP tools are never stored or
-    rewritten: ``expand`` must return the original.
+    an output the model sees whole: that would only add tokens; the exception is a failure
+    (PostToolUseFailure cannot replace), whose summary in half the budget is added when it is
+    at most half the failure's size. On a Claude Code older than 2.1.121 (the version is read
+    from the transcript), built-in tools' outputs cannot be replaced, so they get the note only.
+    The gardener's own MCP tools are never stored or rewritten: ``expand`` must return the
+    original.
 
     The conversation is stored as in an Aider session: the user's prompts (class prompt) and
     the assistant's text replies (classified, prose mostly), each indexed with the turn it
@@ -120,7 +137,14 @@ from .transcript import open_regular
 
 log = logging.getLogger(__name__)
 
-EVENTS = ("PostToolUse", "UserPromptSubmit", "Stop", "PreCompact", "SessionStart")
+EVENTS = (
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "Stop",
+    "PreCompact",
+    "SessionStart",
+)
 CLIENT = "claude"
 MAX_STDIN = 32 << 20  # bytes of hook JSON read at most
 LOG_NAME = "hooks.log"
@@ -152,6 +176,7 @@ SKIPPED = frozenset(
         "AskUserQuestion",
         "Skill",
         "SlashCommand",
+        "ToolSearch",
     }
 )
 OWN_TOOL = re.compile(r"^mcp__.*gardener", re.IGNORECASE)
@@ -168,7 +193,16 @@ REPLY_IDS_KEPT = 16  # ids of the last replies stored, so none is stored twice
 _SLASH_COMMAND = re.compile(r"\A/[A-Za-z][\w:.-]*(?:\s|\Z)")
 VERSION_SCAN = 64 << 10
 _VERSION = re.compile(rb'"version":\s*"(\d+)\.(\d+)\.(\d+)')
-_EXIT_CODE = re.compile(r"\AError: Exit code (\d+)\b")
+# A failed command's result: "Exit code N" (PostToolUseFailure's ``error``), "Error: Exit code N"
+# (the transcript's ``toolUseResult``), then what it printed.
+_EXIT_CODE = re.compile(r"\A(?:Error: )?Exit code (\d+)\b[^\n]*\n?")
+# Tools whose failure is what a command or a server printed (stored as their output is); other
+# tools fail with Claude Code's own words about the call (no such file, too large, no match).
+FAILURE_STORED = frozenset({"Bash", "PowerShell", "BashOutput", "WebFetch", "WebSearch"})
+FAILURE_SHARE = 0.5  # of the summary budget, for a failure's summary added beside its output
+# The gardener's MCP tools as Claude Code names a plugin's (mcp__plugin_<plugin>_<server>__<tool>,
+# from claude_plugin/.claude-plugin/plugin.json and .mcp.json).
+GARDENER_TOOL = "mcp__plugin_aider-gardener_gardener__"
 
 
 # --- tool outputs ---
@@ -272,6 +306,7 @@ def tool_output(
         m = _EXIT_CODE.match(resp)
         if m:
             code = int(m.group(1))
+            text = resp[m.end() :]  # the same output stored by a success or a failure
     elif name in ("Bash", "PowerShell", "BashOutput") and isinstance(resp, dict):
         out, err = str(resp.get("stdout") or ""), str(resp.get("stderr") or "")
         out = _persisted(resp.get("persistedOutputPath"), tool_results) or out
@@ -336,17 +371,37 @@ def replacement(tool_name: str, tool_response: Any, text: str) -> Any:
     elif tool_name in ("Grep", "Glob") and isinstance(resp.get("filenames"), list):
         lines = text.splitlines()
         shaped.update(filenames=lines, numFiles=len(lines))
+    elif tool_name == "Read" and resp.get("type") in (None, "text"):
+        file = resp.get("file")
+        if not isinstance(file, dict) or not isinstance(file.get("content"), str):
+            return None
+        # Claude Code numbers the lines it shows from ``startLine``: the summary's own first line
+        # says they are not the file's
+        shaped["file"] = {**file, "content": text, "numLines": text.count("\n") + 1}
     else:
         return None
     return shaped
 
 
-def can_replace(tool_name: str, version: tuple[int, int, int] | None) -> bool:
+def can_replace(
+    tool_name: str,
+    version: tuple[int, int, int] | None,
+    tool_input: Any = None,
+    read_kind: str | None = None,
+) -> bool:
     """Whether this Claude Code lets a PostToolUse hook replace this tool's output, and the
-    gardener wants to (see the module docstring)."""
+    gardener wants to (see the module docstring). A Read is replaced only when it read a whole
+    file nobody edits by hand (``read_kind``, from ``claude_read.read_kind``), or in outline
+    mode; one given ``offset`` or ``limit`` asked for exactly those lines."""
     if tool_name.startswith("mcp__"):
         return True
-    if tool_name not in REPLACEABLE:
+    if tool_name == "Read":
+        args = tool_input if isinstance(tool_input, dict) else {}
+        if args.get("offset") is not None or args.get("limit") is not None:
+            return False
+        if read_kind is None:
+            return False
+    elif tool_name not in REPLACEABLE:
         return False
     return version is None or version >= ALL_TOOLS_SINCE
 
@@ -438,40 +493,29 @@ def _hook_output(event: str, **fields: Any) -> dict:
 def post_tool_use(payload: dict) -> dict:
     name = str(payload.get("tool_name") or "")
     results = tool_results_dir(payload.get("transcript_path"))
-    out = tool_output(name, payload.get("tool_input"), payload.get("tool_response"), results)
+    response = payload.get("tool_response")
+    out = tool_output(name, payload.get("tool_input"), response, results)
     if out is None:
         return {}
-    from ..types import Source
-
-    store = _open(payload)
-    try:
-        entry = store.ingest(
-            out.text, Source(role="tool", command=out.command, path=out.path), tool=out.tool
-        )
-        degraded = store.degraded
-    finally:
-        store.close()
-    if degraded or not getattr(entry, "stored", False):
-        # Nothing kept (a locked store runs in memory and is gone with this process; the store
-        # logged why): an id that cannot be expanded must not stand in for the output.
+    entry = _ingest(payload, out)
+    if entry is None:
         return {}
-    full, short = entry.tokens_original, entry.tokens_summary
+    full = entry.tokens_original
     version = claude_version(payload.get("transcript_path"))
-    if can_replace(name, version) and full <= _max_output():
-        secret = _redacted_output(name, payload.get("tool_response"), out.text, entry.id)
+    kind = None
+    if name == "Read":
+        from .claude_read import outline_wanted, read_kind
+
+        kind = read_kind(out.path, out.text, str(entry.cls))
+        kind = kind or ("outline" if outline_wanted() else None)
+    replaceable = can_replace(name, version, payload.get("tool_input"), kind)
+    if replaceable and full <= _max_output():
+        secret = _redacted_output(name, response, out.text, entry.id)
         if secret is not None:
             return secret
-    if (
-        can_replace(name, version)
-        and full > _max_output()
-        and short <= REPLACE_MAX_RATIO * full
-        and entry.summary != entry.original
-    ):
-        text = (
-            f"{redact(entry.summary)}\n[gardener: {full:,} -> {short:,} tokens; the expand tool"
-            f" of the gardener MCP server returns the full output of id={entry.id}]"
-        )
-        shaped = replacement(name, payload.get("tool_response"), text)
+    if replaceable and full > _max_output():
+        text = _fitted_summary(name, payload, out, entry, kind)
+        shaped = replacement(name, response, text) if text is not None else None
         if shaped is not None:
             fields: dict[str, Any] = {"updatedToolOutput": shaped}
             if name.startswith("mcp__"):
@@ -483,6 +527,136 @@ def post_tool_use(payload: dict) -> dict:
             " with the gardener's recall/expand tools]"
         )
         return _hook_output("PostToolUse", additionalContext=note)
+    return {}
+
+
+def _ingest(payload: dict, out: ToolOutput) -> Any:
+    """The stored entry of a tool's output; None when nothing was kept (a locked store runs in
+    memory and is gone with this process; the store logged why): an id that cannot be expanded
+    must not stand in for the output."""
+    from ..types import Source
+
+    store = _open(payload)
+    try:
+        entry = store.ingest(
+            out.text, Source(role="tool", command=out.command, path=out.path), tool=out.tool
+        )
+        degraded = store.degraded
+    finally:
+        store.close()
+    return None if degraded or not getattr(entry, "stored", False) else entry
+
+
+def _summary_head(entry: Any, out: ToolOutput, kind: str | None, failed: bool = False) -> str:
+    """The replacement's first line: the id (in the form ``facts_from_transcript`` reads back),
+    what the text is, and the tools that give the whole back, as Claude Code names them."""
+    from ..types import handle_line
+
+    full, eid = entry.tokens_original, entry.id
+    whole = f'{GARDENER_TOOL}expand {{"id": "{eid}"}}'
+    if kind == "outline":
+        what = (
+            f'outline of {out.path} ({full:,} tokens): "N| " starts a line kept with its number'
+            ' N in the file, "… lines A-B …" stands for a folded body; Read with offset/limit'
+            f" the lines you need, or {whole} for the whole file"
+        )
+    elif kind is not None:
+        what = (
+            f"summary of {out.path} ({kind}, {full:,} tokens), not its text: the numbers before"
+            f" the lines count summary lines; Read with offset/limit for exact lines, {whole} for"
+            " the whole file"
+        )
+    else:
+        done = "failed command's output as Claude Code passed it" if failed else "output"
+        what = f"summary of this {full:,}-token {done}; the whole: {whole}"
+    return (
+        f"{handle_line(eid)} aider-gardener {what}; search stored outputs:"
+        f" {GARDENER_TOOL}recall"
+    )
+
+
+def _fitted_summary(
+    name: str, payload: dict, out: ToolOutput, entry: Any, kind: str | None
+) -> str | None:
+    """The text to stand in for an output: its summary (a Read's outline in outline mode), with
+    the first line ``_summary_head``, cut to the summary budget and the tool's Claude Code limit
+    with its facts first (``fit``); None when it saves too little: at most half the output's
+    tokens, unless the output is over Claude Code's limit (the model would get a 2 KB preview)."""
+    from . import fit
+
+    full = entry.tokens_original
+    limit = fit.char_limit(name, payload.get("cwd"))
+    rank = None
+    if kind == "outline":
+        from .claude_read import outline, outline_rank
+
+        done = outline(out.text, str(out.path))
+        if done is None:
+            return None
+        body, rank = done[0], outline_rank
+    else:
+        body = entry.summary
+    over = limit is not None and fit.js_length(out.text) > limit
+    if body == entry.original and not over:
+        return None
+    fitted = fit.fit(
+        redact(body),
+        _summary_head(entry, out, kind),
+        fit.summary_tokens(),
+        fit.room(limit),
+        wanted=lambda: fit.fact_keys(_facts(out.text)),
+        rank=rank,
+        what="outline" if rank is not None else "summary",
+    )
+    if fitted.tokens > REPLACE_MAX_RATIO * full and not over:
+        return None
+    return fitted.text
+
+
+def _facts(text: str) -> dict:
+    from .. import facts
+
+    return facts.extract(text)
+
+
+def post_tool_use_failure(payload: dict) -> dict:
+    """A failed tool call (2.1.332 sends a command that exits non-zero here, not to
+    PostToolUse): ``error`` is what the model is shown, "Exit code N" and the output, whose
+    middle Claude Code cuts past about 10,000 characters (the rest is not saved anywhere). The
+    output is stored as PostToolUse stores one, so recall finds it. The answer can only add
+    context (``additionalContext``; no ``updatedToolOutput`` for this event), so a large
+    failure gets its summary beside the output, facts first, in half the summary budget, and
+    only when that is at most half its size: the model then has its facts and the id to expand."""
+    name = str(payload.get("tool_name") or "")
+    error = payload.get("error")
+    stored = name in FAILURE_STORED or name.startswith("mcp__") and not OWN_TOOL.match(name)
+    if not stored or not isinstance(error, str):
+        return {}
+    out = tool_output(name, payload.get("tool_input"), error)
+    if out is None:
+        return {}
+    entry = _ingest(payload, out)
+    if entry is None:
+        return {}
+    full = entry.tokens_original
+    if full > _max_output() and entry.summary != entry.original:
+        from . import fit
+
+        fitted = fit.fit(
+            redact(entry.summary),
+            _summary_head(entry, out, None, failed=True),
+            int(fit.summary_tokens() * FAILURE_SHARE),
+            fit.room(fit.CONTEXT_LIMIT),
+            wanted=lambda: fit.fact_keys(_facts(out.text)),
+        )
+        if fitted.tokens <= REPLACE_MAX_RATIO * full:
+            return _hook_output("PostToolUseFailure", additionalContext=fitted.text)
+    if full >= NOTE_MIN_TOKENS:
+        note = (
+            f"[gardener: this failure's output is stored as id={entry.id} ({full:,} tokens);"
+            " recall it later with the gardener's recall/expand tools]"
+        )
+        return _hook_output("PostToolUseFailure", additionalContext=note)
     return {}
 
 
@@ -1081,6 +1255,7 @@ def session_start(payload: dict) -> dict:
 
 HANDLERS = {
     "PostToolUse": post_tool_use,
+    "PostToolUseFailure": post_tool_use_failure,
     "UserPromptSubmit": user_prompt_submit,
     "Stop": stop,
     "PreCompact": pre_compact,

@@ -1391,7 +1391,8 @@ def test_the_hook_answers_in_process_when_its_server_does_not(repo, server_dir):
     assert code == 0, err
     spec = valid_hook_json(out, "PostToolUse")["hookSpecificOutput"]
     text = payload["tool_response"]["stdout"]
-    assert f"stored as id={entry_id(text)}" in spec["additionalContext"]
+    # over Bash's 30,000 characters, so replaced by its summary fitted to the limit (issue 22)
+    assert f"[full output stored: id={entry_id(text)}]" in json.dumps(spec)
     with store_of(repo) as store:
         assert store.get(entry_id(text)).original == text
 
@@ -1410,3 +1411,307 @@ def test_a_big_output_is_replaced_by_a_summary_without_its_key(repo):
     replaced = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]
     assert "ERROR push refused" in replaced["stdout"] and len(replaced["stdout"]) < len(out) / 10
     assert token not in replaced["stdout"] and "[redacted: " in replaced["stdout"]
+
+
+# --- issue 22: Claude Code's limits, failures, Read (points 1, 2, 7) ---
+
+import re  # noqa: E402
+
+from aider_gardener import facts as facts_mod  # noqa: E402
+from aider_gardener.clients import claude_read  # noqa: E402
+from aider_gardener.clients import fit as fit_mod  # noqa: E402
+from aider_gardener.tokens import count_tokens  # noqa: E402
+from tests.conftest import TOOL_OUTPUTS, TOOL_OUTPUTS_MORE  # noqa: E402
+
+PLUGIN_DIR = Path(claude_hooks.__file__).resolve().parent / "claude_plugin"
+NPM_E403 = TOOL_OUTPUTS_MORE / "npm_debug_publish_E403_node_stack__mineral-loader.log"
+
+
+def shared_output(path: Path) -> str:
+    if not path.is_file():
+        pytest.skip(f"shared tool output not found: {path}")
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def current_cli_transcript(tmp_path: Path) -> str:
+    path = tmp_path / "current.jsonl"
+    path.write_text(json.dumps({"type": "user", "version": "2.1.332"}) + "\n")
+    return str(path)
+
+
+def named_facts(found: dict) -> dict:
+    """The facts a reader acts on by name: all kinds but locations."""
+    return {k: v for k, v in found.items() if k not in ("path_lines", "frames")}
+
+
+def test_a_summary_over_claude_codes_bash_limit_is_fitted_with_its_facts_and_id(repo, tmp_path):
+    """A Django log whose summary (42 KB) is over Bash's 30,000 characters: Claude Code would
+    show the model a 2 KB preview of it. The replacement fits the summary budget and the limit
+    with a margin, starts with the id and the expand/recall tools, and keeps every named fact
+    (exceptions, codes); the locations that did not fit are counted in its last line."""
+    log = shared_output(TOOL_OUTPUTS_MORE / "django_runserver_log_tracebacks__nopayloaddb.log")
+    payload = {
+        "session_id": "f1",
+        "transcript_path": current_cli_transcript(tmp_path),
+        "cwd": str(repo),
+        "tool_name": "Bash",
+        "tool_input": {"command": "cat server.log"},
+        "tool_response": {"stdout": log, "stderr": "", "interrupted": False, "isImage": False},
+    }
+    seen = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
+    eid = entry_id(log)
+    assert fit_mod.js_length(seen) <= fit_mod.room(fit_mod.BASH_LIMIT)
+    assert count_tokens(seen) <= fit_mod.SUMMARY_TOKENS
+    first, *_, last = seen.splitlines()
+    assert first.startswith(f"[full output stored: id={eid}] ")
+    assert f"{claude_hooks.GARDENER_TOOL}expand" in first and f'"id": "{eid}"' in first
+    found = facts_mod.extract(log)
+    assert facts_mod.missing(log, seen, named_facts(found)) == {}
+    gone = facts_mod.missing(log, seen, found)
+    if gone:
+        assert "with facts not shown here" in last
+    with store_of(repo) as store:
+        assert store.get(eid).original == log
+
+
+def test_facts_that_do_not_fit_keep_the_distinct_ones_and_say_how_many_more():
+    """A build log with 302 distinct ``path:line`` warnings and 18 error codes: 2,000 tokens hold
+    every code (each once, as the line first showing it) and as many locations as fit; the last
+    line says how many summary lines with facts were left out."""
+    log = shared_output(TOOL_OUTPUTS / "c_build_log__minix.log")
+    from aider_gardener.pipeline import compress
+
+    summary = compress(log).summary
+    found = facts_mod.extract(log)
+    head = "[full output stored: id=aaaaaaaaaa] head"
+    done = fit_mod.fit(summary, head, 2000, 24_000, fit_mod.fact_keys(found))
+    assert done.tokens <= 2000 and done.text.startswith(head + "\n")
+    assert facts_mod.missing(log, done.text, named_facts(found)) == {}
+    assert facts_mod.missing(log, done.text, found)  # the locations do not all fit
+    m = re.search(r"\[gardener: ([\d,]+) more summary lines, ([\d,]+) with facts", done.text)
+    assert m and int(m.group(2).replace(",", "")) > 0
+    assert done.fact_lines_kept < done.fact_lines
+    # the folded template counts by its count: the summary's [×N] lines weigh N
+    assert done.fact_lines > summary.count("\n[×")
+
+
+def test_a_summary_that_fits_is_passed_whole():
+    summary = "line one\nERROR boom in app.py:3\n[full output stored: id=bbbbbbbbbb]\n"
+    done = fit_mod.fit(summary, "HEAD", 2000, 24_000)
+    assert done.text == "HEAD\nline one\nERROR boom in app.py:3"
+    assert done.kept == done.lines == 2
+
+
+@pytest.mark.parametrize(
+    "setting,limit", [(None, 30_000), (8_000, 8_000), (1_000, 4_000), (999_999, 128_000)]
+)
+def test_bash_limit_follows_claude_codes_setting(repo, setting, limit):
+    if setting is not None:
+        settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"bashOutputMaxChars": setting}))
+    assert fit_mod.char_limit("Bash", str(repo)) == limit
+    assert fit_mod.char_limit("Grep", str(repo)) == 20_000
+    assert fit_mod.char_limit("Read", str(repo)) is None
+
+
+def test_a_lowered_bash_limit_shrinks_the_replacement(repo, tmp_path):
+    settings = repo / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"bashOutputMaxChars": 4_000}))
+    log = "".join(
+        f"2026-01-02 10:{i % 60:02d}:00 ERROR worker-{i}: job {i} failed: KeyError: 'k{i}'\n"
+        for i in range(600)
+    )
+    payload = {
+        "session_id": "f2",
+        "transcript_path": current_cli_transcript(tmp_path),
+        "cwd": str(repo),
+        "tool_name": "Bash",
+        "tool_input": {"command": "./jobs"},
+        "tool_response": {"stdout": log, "stderr": ""},
+    }
+    seen = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
+    assert fit_mod.js_length(seen) <= fit_mod.room(4_000)
+    assert seen.startswith(f"[full output stored: id={entry_id(log)}] ")
+
+
+def test_mcp_limit_follows_max_mcp_output_tokens(monkeypatch):
+    assert fit_mod.char_limit("mcp__x__y") == 50_000
+    monkeypatch.setenv("MAX_MCP_OUTPUT_TOKENS", "5000")
+    assert fit_mod.char_limit("mcp__x__y") == 20_000
+
+
+def test_the_gardener_tool_names_are_the_plugins():
+    """The first line names the tools as Claude Code names a plugin's MCP tools."""
+    plugin = json.loads((PLUGIN_DIR / ".claude-plugin" / "plugin.json").read_text())["name"]
+    (server,) = json.loads((PLUGIN_DIR / ".mcp.json").read_text())["mcpServers"]
+    assert claude_hooks.GARDENER_TOOL == f"mcp__plugin_{plugin}_{server}__"
+
+
+def failure_payload(repo: Path, error: str, command: str = "cat npm-debug.log; exit 1") -> dict:
+    return {
+        "session_id": "pf1",
+        "cwd": str(repo),
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "publish"},
+        "tool_use_id": "toolu_1",
+        "error": error,
+        "is_interrupt": False,
+    }
+
+
+def test_post_tool_use_failure_stores_the_output_and_adds_its_summary(repo):
+    """2.1.332 sends a command that exits non-zero to PostToolUseFailure with ``error`` = "Exit
+    code 1" and the output. It is stored (the same id as from the transcript's "Error: Exit
+    code 1" record) and its summary, with its facts and the id, is added beside it."""
+    npm = shared_output(NPM_E403).rstrip("\n")
+    code, out, err = run_hook(
+        "PostToolUseFailure", failure_payload(repo, "Exit code 1\n" + npm), repo
+    )
+    assert code == 0, err
+    spec = json.loads(out)["hookSpecificOutput"]
+    assert set(spec) == {"hookEventName", "additionalContext"}
+    assert spec["hookEventName"] == "PostToolUseFailure"
+    context = spec["additionalContext"]
+    assert context.startswith(f"[full output stored: id={entry_id(npm)}] ")
+    assert facts_mod.missing(npm, context) == {}
+    assert count_tokens(context) <= count_tokens(npm) / 2
+    assert len(context) <= fit_mod.room(fit_mod.CONTEXT_LIMIT)
+    with store_of(repo) as store:
+        entry = store.get(entry_id(npm))
+        assert entry.original == npm and entry.command == "cat npm-debug.log; exit 1"
+    recorded = tool_output("Bash", {}, "Error: Exit code 1\n" + npm)  # the transcript's record
+    assert (recorded.text, recorded.exit_code) == (npm, 1)
+    assert log_lines(repo) == []
+
+
+def test_a_small_failure_is_stored_without_an_answer_and_other_tools_are_left_out(repo):
+    code, out, err = run_hook(
+        "PostToolUseFailure", failure_payload(repo, "Exit code 2\nmake: *** [all] Error 2"), repo
+    )
+    assert (code, out) == (0, ""), err
+    with store_of(repo) as store:
+        assert store.get(entry_id("make: *** [all] Error 2")) is not None
+    read = dict(failure_payload(repo, "File content (281.1KB) exceeds maximum allowed size"))
+    read["tool_name"] = "Read"  # Claude Code's words about the call, not a file's content
+    assert handle("PostToolUseFailure", read) == {}
+    with store_of(repo) as store:
+        assert store.get(entry_id(read["error"])) is None
+
+
+def test_a_failures_summary_carries_no_secret(repo):
+    key = "sk-proj-" + "Zx8Yw7Vu6Ts5Rq4Po3Nm2Lk1" * 3
+    lines = [f"deploy step {i}: uploading chunk {i} of 900" for i in range(900)]
+    lines[450] = f"ERROR auth failed for OPENAI_API_KEY={key}: 401 Unauthorized"
+    error = "Exit code 1\n" + "\n".join(lines)
+    context = handle("PostToolUseFailure", failure_payload(repo, error, "./deploy"))[
+        "hookSpecificOutput"
+    ]["additionalContext"]
+    assert "ERROR auth failed" in context and key not in context and "[redacted: " in context
+
+
+def test_hooks_json_registers_post_tool_use_failure():
+    hooks = json.loads((PLUGIN_DIR / "hooks" / "hooks.json").read_text())["hooks"]
+    (group,) = hooks["PostToolUseFailure"]
+    assert group["matcher"] == "*"
+    assert [h["command"] for h in group["hooks"]] == ["gardener-hook PostToolUseFailure"]
+    assert set(hooks) <= set(claude_hooks.HANDLERS) == set(claude_hooks.EVENTS)
+
+
+def read_payload(repo: Path, tmp_path: Path, path: Path, text: str, **args) -> dict:
+    lines = text.count("\n") + 1
+    return {
+        "session_id": "r1",
+        "transcript_path": current_cli_transcript(tmp_path),
+        "cwd": str(repo),
+        "tool_name": "Read",
+        "tool_input": {"file_path": str(path), **args},
+        "tool_response": {
+            "type": "text",
+            "file": {
+                "filePath": str(path),
+                "content": text,
+                "numLines": lines,
+                "startLine": 1,
+                "totalLines": lines,
+            },
+        },
+    }
+
+
+def test_a_big_read_of_a_log_is_replaced_like_bash_output(repo, tmp_path):
+    log = shared_output(TOOL_OUTPUTS_MORE / "docker_buildkit__paladin.log")
+    path = repo / "build.log"
+    spec = handle("PostToolUse", read_payload(repo, tmp_path, path, log))["hookSpecificOutput"]
+    shaped = spec["updatedToolOutput"]
+    assert shaped["type"] == "text" and shaped["file"]["filePath"] == str(path)
+    content = shaped["file"]["content"]
+    assert content.startswith(f"[full output stored: id={entry_id(log)}] aider-gardener summary")
+    assert "Read with offset/limit" in content.split("\n", 1)[0]
+    assert shaped["file"]["numLines"] == content.count("\n") + 1
+    assert count_tokens(content) <= min(count_tokens(log) / 2, fit_mod.SUMMARY_TOKENS)
+    assert facts_mod.missing(log, content) == {}
+    # the lines asked for by offset/limit are what the model wants: never replaced
+    part = handle("PostToolUse", read_payload(repo, tmp_path, path, log, offset=100, limit=900))
+    assert "updatedToolOutput" not in part["hookSpecificOutput"]
+
+
+def test_a_big_source_file_gets_an_outline_only_when_asked(repo, tmp_path, monkeypatch):
+    """argparse.py (2,600 lines of real Python): noted only by default; with
+    GARDENER_HOOK_READ_OUTLINE=1 its outline, each kept line with its number in the file and
+    each folded body with its line range."""
+    import argparse
+    import inspect
+
+    path = Path(inspect.getsourcefile(argparse))
+    source = path.read_text(encoding="utf-8")
+    payload = read_payload(repo, tmp_path, path, source)
+    assert "updatedToolOutput" not in handle("PostToolUse", payload)["hookSpecificOutput"]
+    monkeypatch.setenv(claude_read.OUTLINE_ENV, "1")
+    content = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]["file"][
+        "content"
+    ]
+    first, *rest = content.split("\n")
+    assert first.startswith(f"[full output stored: id={entry_id(source)}] aider-gardener outline")
+    lines = source.split("\n")
+    numbered = [re.match(r"(\d+)\| (.*)\Z", x) for x in rest]
+    assert sum(m is not None for m in numbered) > 20
+    for m in filter(None, numbered):
+        assert lines[int(m.group(1)) - 1].startswith(m.group(2)[:40])
+    kept = [m.group(2) for m in numbered if m]
+    assert "class ArgumentParser(_AttributeHolder, _ActionsContainer):" in kept  # outer level
+    folds = [re.search(r"… lines (\d+)-(\d+) …", x) for x in rest]
+    assert any(folds)
+    for m in filter(None, folds):
+        assert 1 <= int(m.group(1)) <= int(m.group(2)) <= len(lines)
+    assert count_tokens(content) <= fit_mod.SUMMARY_TOKENS
+
+
+@pytest.mark.parametrize(
+    "path,text,kind",
+    [
+        ("/w/logs/app.log", "x", "log"),
+        ("/w/out.txt", "x", None),
+        ("/home/u/.claude/projects/-w/abc/tool-results/b1.txt", "x", "saved output"),
+        ("/w/package-lock.json", "{}", "lock"),
+        ("/w/Cargo.lock", "x", "lock"),
+        ("/w/go.sum", "x", "lock"),
+        ("/w/static/app.min.js", "x", "minified"),
+        ("/w/dist/index.js", "x", "generated"),
+        ("/w/api/service_pb2.py", "x", "generated"),
+        ("/w/gen/models.go", "// Code generated by sqlc. DO NOT EDIT.\npackage db\n", "generated"),
+        ("/w/fixtures/users.json", "[]", "data"),
+        ("/w/data.csv", "a,b", "data"),
+        ("/w/package.json", "{}", None),
+        ("/w/tsconfig.build.json", "{}", None),
+        ("/w/src/app.py", "def f():\n    pass\n", None),
+        ("/w/views/form.xml", "<odoo/>", None),
+        ("/w/bundle.js", "var a=1;" * 2000, "minified"),
+    ],
+)
+def test_read_kind_tells_files_nobody_edits_from_source(path, text, kind):
+    assert claude_read.read_kind(path, text) == kind
+    if path.endswith("out.txt"):
+        assert claude_read.read_kind(path, text, "log") == "log"
