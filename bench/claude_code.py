@@ -78,7 +78,7 @@ CURRENT_CC = "2.1.332"  # the CLI ``dev`` pins; PostToolUse replaces any tool's 
 # what the PostToolUse hook does not store (edits, task lists, …: claude_hooks.SKIPPED)
 NOT_STORED = frozenset(
     "Edit MultiEdit Write NotebookEdit TodoWrite TaskCreate TaskUpdate TaskStop KillShell"
-    " ExitPlanMode EnterPlanMode AskUserQuestion Skill SlashCommand".split()
+    " ExitPlanMode EnterPlanMode AskUserQuestion Skill SlashCommand ToolSearch".split()
 )
 HOLDERS = ("summary", "state", "checkpoint")
 
@@ -134,6 +134,13 @@ class SessionFigures:
     probes: list[ProbeFigures] = field(default_factory=list)
     via: str = "pipeline"
     wall_s: float = 0.0
+    # facts (``aider_gardener.facts``) of the tool outputs as Claude Code showed them, and of
+    # those the model still sees with the gardener; examples of the lost ones
+    facts_found: int = 0
+    facts_kept: int = 0
+    facts_lost: list[str] = field(default_factory=list)
+    saved_at: dict[int, int] = field(default_factory=dict)  # API call -> tool tokens saved
+    to_compaction: dict[str, Any] = field(default_factory=dict)  # see ``until_compaction``
 
     def to_json(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -180,6 +187,7 @@ class PipelineIngest:
     pipeline) with the Aider integration's size rule for what the model would then see."""
 
     via = "pipeline"
+    seen_text: str | None = None  # what the model sees of the last result, when not as it was
 
     def __init__(self, folder: Path, vectors: bool):
         from aider_gardener.store.db import Store
@@ -266,30 +274,39 @@ class HookIngest(PipelineIngest):
 
     def tool(self, call: Any, output: str) -> tuple[int, int, Any] | None:
         """The recorded ``toolUseResult`` is the hook's ``tool_response`` (the result text the
-        model saw when the transcript has none)."""
+        model saw when the transcript has none). A result the transcript marks as an error is a
+        failure, which Claude Code ``CURRENT_CC`` sends to PostToolUseFailure with the text the
+        model saw as ``error``. ``seen_text``: what the model would see with the hooks (None:
+        the output as it was)."""
         from aider_gardener.pipeline import entry_id
 
-        response = call.response if isinstance(call.response, (dict, list)) else output
-        stored = self.hooks.tool_output(call.name, call.input, response)
-        payload = dict(
-            self.base,
-            hook_event_name="PostToolUse",
-            tool_name=call.name,
-            tool_input=call.input,
-            tool_response=response,
-        )
-        answer = self.hooks.handle("PostToolUse", payload).get("hookSpecificOutput") or {}
+        self.seen_text = None
+        if call.is_error:
+            event = "PostToolUseFailure"
+            stored = self.hooks.tool_output(call.name, call.input, output)
+            payload = dict(self.base, tool_name=call.name, tool_input=call.input, error=output)
+        else:
+            event = "PostToolUse"
+            response = call.response if isinstance(call.response, (dict, list)) else output
+            stored = self.hooks.tool_output(call.name, call.input, response)
+            payload = dict(
+                self.base, tool_name=call.name, tool_input=call.input, tool_response=response
+            )
+        payload["hook_event_name"] = event
+        answer = self.hooks.handle(event, payload).get("hookSpecificOutput") or {}
         if stored is None:
             return None
         entry = self.store.get(entry_id(stored.text))
         if entry is None:
             return None
         seen = entry.tokens_original
-        replaced = _shown_text(answer.get("updatedToolOutput"))
+        replaced = _shown_text(answer.get("updatedToolOutput"), call.name)
         if replaced is not None:
             seen = count_tokens(replaced, MODEL)
+            self.seen_text = replaced
         elif isinstance(answer.get("additionalContext"), str):
             seen += count_tokens(answer["additionalContext"], MODEL)
+            self.seen_text = output + "\n" + answer["additionalContext"]
         return seen, entry.tokens_summary, entry
 
     def holders(self, c: Compaction, tracker: Any) -> tuple[str, str]:
@@ -321,9 +338,14 @@ class HookIngest(PipelineIngest):
             os.environ[STORE_ENV] = self.saved_env
 
 
-def _shown_text(value: Any) -> str | None:
+def _shown_text(value: Any, tool: str = "") -> str | None:
     """The text the model sees of a replaced tool output: the hook answers a string, or the
-    tool's own result shape (Bash ``{stdout, stderr, …}``, content blocks) with text in it."""
+    tool's own result shape (Bash ``{stdout, stderr, …}``, content blocks) with text in it; a
+    Read's content with the line numbers Claude Code puts before each line."""
+    if tool == "Read" and isinstance(value, dict) and isinstance(value.get("file"), dict):
+        content = str(value["file"].get("content") or "")
+        start = int(value["file"].get("startLine") or 1)
+        return "\n".join(f"{start + i}\t{x}" for i, x in enumerate(content.split("\n")))
     if isinstance(value, str):
         return value
     if isinstance(value, list):
@@ -372,6 +394,7 @@ def measure(
 
     start = time.perf_counter()
     t: Transcript = parse(path)
+    t.result_calls = result_calls(Path(path))  # type: ignore[attr-defined]
     fig = SessionFigures(name=t.name, microcompactions=t.microcompactions)
     fig.calls = len(t.usage)
     fig.context_curve = list(t.usage)
@@ -456,6 +479,8 @@ def measure(
         ingest.close()
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
+    boundaries = {c.calls_before for c in t.compactions}
+    fig.to_compaction = until_compaction(t.usage, boundaries, fig.saved_at)
     fig.wall_s = time.perf_counter() - start
     return fig
 
@@ -471,6 +496,7 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig, origin, by_command)
         t0 = time.perf_counter()
         done = ingest.tool(call, call.output)
         fig.ingest_ms.append((time.perf_counter() - t0) * 1000)
+        _facts_seen(fig, call, ingest.seen_text)
         before = count_tokens(call.output, MODEL)
         fig.tool_outputs += 1
         fig.tool_tokens_before += before
@@ -490,6 +516,10 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig, origin, by_command)
         row[0] += 1
         row[1] += before
         row[2] += fig.tool_tokens_after - after_before
+        at = getattr(t, "result_calls", {}).get(call.id)
+        if at is not None:
+            saved = before - (fig.tool_tokens_after - after_before)
+            fig.saved_at[at] = fig.saved_at.get(at, 0) + saved
         entry_id = entry.id if getattr(entry, "stored", False) else None
     else:
         entry_id = None
@@ -506,6 +536,98 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig, origin, by_command)
     if call.name in EDIT_TOOLS and rel and not call.is_error:
         tracker.on_edit_applied([rel], turn)
         files.add(rel)
+
+
+def _facts_seen(fig: SessionFigures, call: Any, seen: str | None) -> None:
+    """Count the facts of a tool output as Claude Code showed it, and those still in what the
+    model sees with the gardener (``seen``: None when that is the output itself)."""
+    from aider_gardener import facts
+
+    found = facts.extract(call.output)
+    n = sum(len(v) for v in found.values())
+    fig.facts_found += n
+    if seen is None or not n:
+        fig.facts_kept += n
+        return
+    gone = facts.missing(call.output, seen, found)
+    fig.facts_kept += n - sum(len(v) for v in gone.values())
+    for kind, values in gone.items():
+        for v in sorted(values)[: max(0, 20 - len(fig.facts_lost))]:
+            fig.facts_lost.append(f"{kind}: {v} ({call.name} `{call.command[:60]}`)")
+
+
+# Claude Code 2.1.332 compacts at its window less min(max output tokens, 20,000) less 13,000
+# (found in its bundled JavaScript): 167,000 tokens for a 200,000-token model.
+AUTO_COMPACT = 200_000 - 20_000 - 13_000
+
+
+def result_calls(path: Path) -> dict[str, int]:
+    """tool_use id -> the API call (as ``parse`` counts them: main-thread message ids with usage)
+    whose context first holds its result: the one after the call that asked for it."""
+    from .replay.importers.claude_code import _usage_tokens
+
+    order: dict[str, int] = {}
+    out: dict[str, int] = {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if (
+                not isinstance(rec, dict)
+                or rec.get("isSidechain")
+                or rec.get("type") != "assistant"
+            ):
+                continue
+            msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+            mid = str(msg.get("id") or rec.get("uuid") or "")
+            if _usage_tokens(msg.get("usage")) is not None and mid and mid not in order:
+                order[mid] = len(order)
+            for block in msg.get("content") if isinstance(msg.get("content"), list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id"):
+                    out[str(block["id"])] = order.get(mid, len(order) - 1) + 1
+    return out
+
+
+def until_compaction(usage: list[int], boundaries: set[int], saved: dict[int, int]) -> dict:
+    """API calls until the context reaches ``AUTO_COMPACT``, with and without the gardener.
+
+    The session's context as if it never compacted: its first call's context (system prompt,
+    tools) plus what each call added to the one before (real usage; nothing at a real
+    compaction, where the context dropped to its summary). The gardener's context is that less
+    the tool-output tokens it saved before each call (gpt-4o tokens: Claude's tokenizer is not
+    public). A session that ends before the threshold is extrapolated at its mean growth per
+    call (``projected``). ``grown_*``: what the whole session added to the context."""
+    if len(usage) < 2:
+        return {}
+    base = usage[0]
+    steps = [0 if i in boundaries else usage[i] - usage[i - 1] for i in range(1, len(usage))]
+
+    def calls(minus: dict[int, int]) -> tuple[float, bool]:
+        ctx = base
+        for i, step in enumerate(steps, start=1):
+            ctx += step - minus.get(i, 0)
+            if ctx >= AUTO_COMPACT:
+                return float(i), False
+        rate = (ctx - base) / len(steps)
+        if rate <= 0:
+            return float("inf"), True
+        return len(steps) + (AUTO_COMPACT - ctx) / rate, True
+
+    plain, plain_projected = calls({})
+    with_gardener, projected = calls(saved)
+    plain_grown = sum(steps)
+    grown = plain_grown - sum(v for i, v in saved.items() if 1 <= i <= len(steps))
+    return {
+        "base": base,
+        "grown_without": plain_grown,
+        "grown_with": grown,
+        "calls_without": plain,
+        "calls_with": with_gardener,
+        "projected_without": plain_projected,
+        "projected_with": projected,
+    }
 
 
 def diagnose(
@@ -630,7 +752,19 @@ def totals(sessions: list[SessionFigures]) -> dict[str, Any]:
         "summary_tokens": sum(c.summary_tokens for c in comps),
         "state_tokens": sum(c.state_tokens for c in comps),
         "checkpoint_tokens": sum(c.checkpoint_tokens for c in comps),
+        "output_facts_found": sum(s.facts_found for s in sessions),
+        "output_facts_kept": sum(s.facts_kept for s in sessions),
     }
+    sims = [s.to_compaction for s in sessions if s.to_compaction]
+    out["grown_without"] = sum(x["grown_without"] for x in sims)
+    out["grown_with"] = sum(x["grown_with"] for x in sims)
+    ratios = sorted(
+        x["calls_with"] / x["calls_without"]
+        for x in sims
+        if 0 < x["calls_without"] < float("inf") and x["calls_with"] < float("inf")
+    )
+    out["calls_ratio_median"] = ratios[len(ratios) // 2] if ratios else None
+    out["calls_ratio_min"] = ratios[0] if ratios else None
     kinds: dict[str, dict[str, int]] = {}
     for p in probes:
         row = kinds.setdefault(p.kind or "?", dict(n=0, context=0, state=0, recall=0, either=0))
@@ -812,6 +946,68 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
     console.print(by)
 
 
+def _calls(n: float, projected: bool) -> str:
+    if n == float("inf"):
+        return "never"
+    return f"{'~' if projected else ''}{n:,.0f}"
+
+
+def print_compaction_table(sessions: list[SessionFigures], file: Any = None) -> None:
+    """Calls until Claude Code's auto-compaction threshold, with and without the gardener, and
+    the facts of tool outputs the model still sees."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file, width=200)
+    table = Table(
+        title=f"API calls until the auto-compaction threshold ({AUTO_COMPACT:,} tokens; ~:"
+        " projected at the session's mean growth) and tool-output facts the model sees",
+        title_justify="left",
+    )
+    for col in (
+        "session",
+        "calls",
+        "first call ctx",
+        "grown (no plugin)",
+        "grown (plugin)",
+        "calls to threshold: no plugin",
+        "plugin",
+        "×",
+        "facts kept",
+    ):
+        table.add_column(col, justify="left" if col == "session" else "right")
+    for s in sessions:
+        x = s.to_compaction
+        if not x:
+            continue
+        ratio = x["calls_with"] / x["calls_without"] if 0 < x["calls_without"] < 1e18 else 0
+        table.add_row(
+            s.name.replace("cc_session__", "")[:48],
+            f"{s.calls:,}",
+            f"{x['base']:,}",
+            f"{x['grown_without']:,}",
+            f"{x['grown_with']:,}",
+            _calls(x["calls_without"], x["projected_without"]),
+            _calls(x["calls_with"], x["projected_with"]),
+            f"{ratio:.2f}" if ratio and ratio < 1e9 else "–",
+            _frac(s.facts_kept, s.facts_found),
+        )
+    console.print(table)
+    tot = totals(sessions)
+    grown = tot["grown_without"] / tot["grown_with"] if tot["grown_with"] > 0 else float("inf")
+    median = tot["calls_ratio_median"]
+    line = f"all sessions: context grown {tot['grown_without']:,} -> {tot['grown_with']:,} tokens"
+    line += f" ({grown:.2f}× the calls at the same growth rate)"
+    if median:
+        line += f"; calls to the threshold, median ratio {median:.2f}×"
+    print(line, file=file)
+    kept = _frac(tot["output_facts_kept"], tot["output_facts_found"])
+    print(f"tool-output facts the model still sees: {kept}", file=file)
+    for s in sessions:
+        for line in s.facts_lost:
+            print(f"  lost in {s.name.replace('cc_session__', '')[:40]}: {line}", file=file)
+
+
 def print_missing(sessions: list[SessionFigures], file: Any = None) -> None:
     for s in sessions:
         for n, c in enumerate(s.compactions, start=1):
@@ -860,18 +1056,58 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         " extracted)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument(
+        "--summary-tokens",
+        type=int,
+        help="the hooks' summary budget (GARDENER_HOOK_SUMMARY_TOKENS; default 2,000)",
+    )
+    p.add_argument(
+        "--read-outline",
+        action="store_true",
+        help="Read results of source files as their outline (GARDENER_HOOK_READ_OUTLINE=1)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from .replay.format import ReplayFormatError
-
     paths = transcript_paths(args.paths or [str(DEFAULT_DIR)])
     paths = [p for p in paths if p.is_file()]
     if not paths:
         print("bench claude-code: no transcripts found", file=sys.stderr)
         return 2
-    sessions = []
     start = time.perf_counter()
+    summary_tokens = getattr(args, "summary_tokens", None)
+    settings = {}  # the hooks read their settings from the environment
+    if summary_tokens:
+        settings["GARDENER_HOOK_SUMMARY_TOKENS"] = str(summary_tokens)
+    if getattr(args, "read_outline", False):
+        settings["GARDENER_HOOK_READ_OUTLINE"] = "1"
+    saved_env = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    try:
+        sessions = _measure_all(paths, args)
+    finally:
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    if not sessions:
+        return 1
+    print_report(sessions, args.k)
+    print_compaction_table(sessions)
+    if args.show_missing:
+        print_missing(sessions)
+    print(f"whole bench: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if args.json:
+        report = {"sessions": [s.to_json() for s in sessions], "totals": totals(sessions)}
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def _measure_all(paths: list[Path], args: argparse.Namespace) -> list[SessionFigures]:
+    from .replay.format import ReplayFormatError
+
+    sessions = []
     for path in paths:
         if not args.quiet:
             print(f"  replaying {path.name} …", file=sys.stderr, flush=True)
@@ -887,16 +1123,7 @@ def run(args: argparse.Namespace) -> int:
             )
         except (ReplayFormatError, OSError) as err:
             print(f"bench claude-code: {path.name}: {err}", file=sys.stderr)
-    if not sessions:
-        return 1
-    print_report(sessions, args.k)
-    if args.show_missing:
-        print_missing(sessions)
-    print(f"whole bench: {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    if args.json:
-        report = {"sessions": [s.to_json() for s in sessions], "totals": totals(sessions)}
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return 0
+    return sessions
 
 
 if __name__ == "__main__":

@@ -252,3 +252,34 @@ def test_compaction_probes_ask_right_after_each_compaction(transcript):
         # right after the compaction Claude Code's context is its summary alone
         assert probe.across_compaction
         assert probe.in_context_verbatim == (made["answers"][0] in comp.summary)
+
+
+# --- issue 22: calls until auto-compaction, failures and facts through the hooks ---
+
+
+def test_until_compaction_counts_calls_to_claude_codes_threshold():
+    from bench.claude_code import AUTO_COMPACT, until_compaction
+
+    assert AUTO_COMPACT == 167_000  # 200,000 - min(max output, 20,000) - 13,000 (2.1.332)
+    usage = [20_000 + 10_000 * i for i in range(20)]  # reaches 167,000 at call 15
+    usage[16:] = [40_000 + 10_000 * i for i in range(4)]  # a compaction before call 16
+    sim = until_compaction(usage, {16}, {i: 5_000 for i in range(1, 20)})
+    assert (sim["calls_without"], sim["projected_without"]) == (15, False)
+    assert sim["calls_with"] > 15 and sim["projected_with"]  # half the growth: projected
+    # after 19 calls 105,000 (85,000 grown), then at that mean growth per call to 167,000
+    assert sim["calls_with"] == pytest.approx(19 + (167_000 - 105_000) / (85_000 / 19))
+    # the drop at the compaction is no growth; every other step is
+    assert sim["grown_without"] == 18 * 10_000
+    assert sim["grown_with"] == 18 * 10_000 - 19 * 5_000
+
+
+def test_measure_sends_failures_to_post_tool_use_failure_and_counts_facts(transcript):
+    if not hooks_available():
+        pytest.skip("aider_gardener.clients.claude_hooks is not there yet")
+    fig = measure(transcript, via="hooks")
+    # the failed pytest run and the build log: their facts are all in what the model sees
+    assert fig.facts_found >= 2 and fig.facts_kept == fig.facts_found
+    assert fig.saved_at and all(0 < call <= fig.calls for call in fig.saved_at)
+    assert fig.to_compaction["calls_without"] > 0
+    tot = totals([fig])
+    assert tot["output_facts_found"] == fig.facts_found
