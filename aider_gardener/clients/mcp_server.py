@@ -49,6 +49,13 @@ the fused top 20 again with ``store/rerank.py`` once the model is loaded (LoCoMo
 0.796; ~0.35 s per query idle, ~1 s at load 2-4.5); ``GARDENER_RERANK=off`` in the server's
 environment skips it.
 
+Start (issue 22): clients wait for the handshake before their first request (``claude -p`` up
+to ~2 s, Codex ~1 s for an optional server), and the ``mcp`` library alone takes 0.7-1 s to
+import on a busy machine. So ``_Front`` answers the handshake from constants before anything
+heavy loads, the library and the store follow once the client has settled (``SETTLE``), and a
+signal ends the server at once. Every tool's structured result carries all its text says:
+Codex gives the model the structured part only. Measured in ``python -m bench.mcp_start``.
+
 Never crash: a tool with bad input (unknown id, empty query, unknown class) or a store that is
 locked or unusable answers with a one-line tool error and the server keeps serving; a store that
 could only be opened in memory is reported, closed and opened again on the next call. Only the
@@ -59,17 +66,18 @@ so a library's print cannot corrupt the stream.
 import argparse
 import functools
 import inspect
+import json
 import logging
 import os
+import queue
 import re
 import signal
 import sys
 import threading
 import time
 from datetime import datetime, timezone
-from io import TextIOWrapper
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, BinaryIO, Callable, NamedTuple
 
 from ..redact import redact, redact_range
 
@@ -89,6 +97,12 @@ MATCH_CHARS = 200
 MATCH_SCAN_LINES = 300  # lines looked at per query term (see _matching_lines)
 SCAN_CHARS = 4_000_000  # matching lines are looked for in this much of an original
 REOPEN_AFTER = 2.0  # seconds between attempts to reopen a store that was unusable
+SIGNAL_WAIT = 0.05  # seconds a signal's exit waits for an open under way
+# Seconds after ``initialize`` before the library loads and the store opens, unless a request
+# needs them sooner: that work is seconds of CPU, and the client is still starting meanwhile
+# (``claude -p`` sent its first request 0.3-1.6 s after the handshake at load 5 on 2 cores, and
+# later the busier the cores were).
+SETTLE = 1.5
 
 INSTRUCTIONS = (
     "aider-gardener keeps every large tool output of this project in a local store, compressed,"
@@ -98,6 +112,142 @@ INSTRUCTIONS = (
     " `forget` to hide one, `checkpoint` to save the session's facts before a long task or a"
     " compaction, and `context_pressure` to see how full the context and the store are."
 )
+
+
+# The tools as clients see them: their descriptions, arguments and hints, in one place. FastMCP
+# builds the tools from ``build_server``'s signatures, which take their descriptions from here;
+# ``tool_list`` renders the same table as FastMCP lists it, for the front to answer ``tools/list``
+# before the library has loaded (``test_the_front_answers_as_the_library_does`` holds the two
+# equal, so a change here or in a signature that is not made in both fails there).
+_REQUIRED = object()
+
+
+class _Arg(NamedTuple):
+    name: str
+    kind: str  # JSON schema type
+    description: str
+    default: Any = _REQUIRED
+    nullable: bool = False
+
+
+class _Tool(NamedTuple):
+    description: str
+    args: tuple[_Arg, ...]
+    annotations: dict[str, bool]
+    dict_result: bool = True  # returns a dict: FastMCP declares an object output schema
+
+
+_READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+_WRITES = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
+_DESTRUCTIVE = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
+_ID = _Arg("id", "string", "the entry id")
+
+TOOLS: dict[str, _Tool] = {
+    "recall": _Tool(
+        "Search the project's stored tool outputs, errors and conversation (full-text and"
+        " by meaning): ids, class, score, token cost, summary and the matching lines.",
+        (
+            _Arg("query", "string", "words, identifiers, paths, error codes, or entry ids"),
+            _Arg(
+                "class",
+                "string",
+                "only these content classes, comma separated: log, code, structured, prose,"
+                " error, prompt, edit",
+                None,
+                nullable=True,
+            ),
+            _Arg("limit", "integer", "hits to return (1-20)", RECALL_LIMIT),
+            _Arg(
+                "full",
+                "boolean",
+                "include each hit's original (long ones cut; see expand)",
+                False,
+            ),
+        ),
+        _READ_ONLY,
+    ),
+    "expand": _Tool(
+        "The full original text of a stored entry, exactly as stored but for secrets"
+        " (keys, tokens, passwords: redacted); long ones in pages (pass next_offset as"
+        " offset for the next page).",
+        (
+            _ID._replace(description="the entry id, e.g. t5ifzcaz3j"),
+            _Arg("offset", "integer", "first character to return", 0),
+            _Arg("length", "integer", "characters per page", PAGE_CHARS),
+        ),
+        _READ_ONLY,
+        dict_result=False,
+    ),
+    "forget": _Tool(
+        "Hide a stored entry and every stored copy of it from recall and expand"
+        " (undo=true brings them back).",
+        (_ID, _Arg("undo", "boolean", "restore instead", False)),
+        _DESTRUCTIVE,
+    ),
+    "pin": _Tool(
+        "Pin a stored entry: never evicted, never expires (undo=true unpins).",
+        (_ID, _Arg("undo", "boolean", "unpin instead", False)),
+        _WRITES,
+    ),
+    "checkpoint": _Tool(
+        "Save a verified checkpoint of the session's facts (files, errors, decisions, next"
+        " steps) as markdown next to the store; Aider's /resume can load it.",
+        (_Arg("note", "string", "a note to keep with it", None, nullable=True),),
+        _WRITES,
+    ),
+    "context_pressure": _Tool(
+        "How full the context and the store are: entries and tokens stored vs summarized"
+        " (this session and the project), eviction candidates, the client's last context"
+        " usage when known.",
+        (),
+        _READ_ONLY,
+    ),
+}
+
+
+def _describe(tool: str, arg: str) -> str:
+    return next(a.description for a in TOOLS[tool].args if a.name == arg)
+
+
+def tool_list() -> list[dict[str, Any]]:
+    """``tools/list``'s tools, as FastMCP renders ``build_server``'s (pydantic's JSON schema of
+    each signature), without importing either."""
+    out = []
+    for name, tool in TOOLS.items():
+        props: dict[str, Any] = {}
+        required = []
+        for arg in tool.args:
+            prop: dict[str, Any] = {"description": arg.description, "title": arg.name.title()}
+            if arg.nullable:
+                prop["anyOf"] = [{"type": arg.kind}, {"type": "null"}]
+            else:
+                prop["type"] = arg.kind
+            if arg.default is _REQUIRED:
+                required.append(arg.name)
+            else:
+                prop["default"] = arg.default
+            props[arg.name] = prop
+        schema: dict[str, Any] = {
+            "properties": props,
+            "title": f"{name}Arguments",
+            "type": "object",
+        }
+        if required:
+            schema["required"] = required
+        entry: dict[str, Any] = {
+            "name": name,
+            "description": tool.description,
+            "inputSchema": schema,
+        }
+        if tool.dict_result:
+            entry["outputSchema"] = {
+                "additionalProperties": True,
+                "title": f"{name}DictOutput",
+                "type": "object",
+            }
+        entry["annotations"] = dict(tool.annotations)
+        out.append(entry)
+    return out
 
 
 class GardenerTools:
@@ -121,63 +271,98 @@ class GardenerTools:
         self._failed_at = 0.0
         self._failure = ""
         self._closed = False
-        from ..store.db import new_session_id
-
-        self.session_id = "mcp-" + new_session_id()
+        self._started = False
+        self._start_lock = threading.Lock()
+        self.session_id: str | None = None  # set at the first open: store.db is no light import
 
     # -- the store ---------------------------------------------------------------------------
 
     def open(self) -> Any:
         """The store, opened on first use (``start`` opens it early, in the background)."""
         with self._lock:
-            if self._closed:
-                raise _error("the server is shutting down")
-            if self._store is not None:
-                return self._store
-            if self._failure and time.monotonic() - self._failed_at < REOPEN_AFTER:
-                raise _error(self._failure)
-            from .project import open_project_store
+            return self._open()
 
-            try:
-                store = open_project_store(
-                    self.root,
-                    self.location,
-                    vectors=self.vectors,
-                    worker=True,
-                    session_id=self.session_id,
-                    chroma_url=self.chroma_url,
-                )
-            except Exception as err:  # noqa: BLE001 - e.g. an unusable --store path
-                return self._fail(f"cannot open the store ({type(err).__name__}: {err})")
-            if store.degraded:
-                # An in-memory stand-in would answer "nothing stored" for everything: say why
-                # instead, and try the real one again on a later call.
-                reason = re.sub(r"^gardener: ", "", store.degraded).split(";")[0]
-                _close_quietly(store)
-                return self._fail(f"the store is unavailable: {reason}; try again shortly")
-            self._store, self._failure = store, ""
-            return store
+    def _open(self) -> Any:
+        """``open`` with ``_lock`` held."""
+        if self._closed:
+            raise _error("the server is shutting down")
+        if self._store is not None:
+            return self._store
+        if self._failure and time.monotonic() - self._failed_at < REOPEN_AFTER:
+            raise _error(self._failure)
+        from .project import open_project_store
+
+        if self.session_id is None:
+            from ..store.db import new_session_id
+
+            self.session_id = "mcp-" + new_session_id()
+        try:
+            store = open_project_store(
+                self.root,
+                self.location,
+                vectors=self.vectors,
+                worker=True,
+                session_id=self.session_id,
+                chroma_url=self.chroma_url,
+            )
+        except Exception as err:  # noqa: BLE001 - e.g. an unusable --store path
+            return self._fail(f"cannot open the store ({type(err).__name__}: {err})")
+        if self._closed:  # close() gave up waiting for this open
+            _close_quietly(store)
+            raise _error("the server is shutting down")
+        if store.degraded:
+            # An in-memory stand-in would answer "nothing stored" for everything: say why
+            # instead, and try the real one again on a later call.
+            reason = re.sub(r"^gardener: ", "", store.degraded).split(";")[0]
+            _close_quietly(store)
+            return self._fail(f"the store is unavailable: {reason}; try again shortly")
+        self._store, self._failure = store, ""
+        return store
 
     def _fail(self, message: str) -> Any:
         self._failure, self._failed_at = message, time.monotonic()
         raise _error(message)
 
-    def start(self) -> None:
+    def start(self, go: threading.Event | None = None) -> None:
         """Open the store (and start the model load and the embedding worker) in the
-        background, so the client's handshake does not wait for it."""
+        background, once, when the client has initialized (the thread waits for ``go``, see
+        ``SETTLE``). The lock is taken here, so a client that leaves at once still finds the
+        open under way and ``close`` waits for it, as before the front existed. The model's
+        one-time export is announced on stderr, the client's log."""
+        with self._start_lock:
+            if self._started or self._closed:
+                return
+            self._started = True
+        self._lock.acquire()
 
         def run() -> None:
             try:
-                self.open()
+                _yield_cpu()
+                if go is not None:
+                    go.wait()
+                if self.vectors:
+                    from ..store import embeddings
+
+                    embeddings.announce = _say
+                self._open()
             except Exception as err:  # noqa: BLE001 - the first tool call reports it
                 log.info("gardener: store not opened at start: %s", err)
+            finally:
+                self._lock.release()
 
         threading.Thread(target=run, name="gardener-open", daemon=True).start()
 
-    def close(self) -> None:
-        with self._lock:
+    def close(self, wait: float | None = None) -> None:
+        """Close the store; ``wait``: at most this long for an open under way (then it closes
+        what it opened itself, if the process lives that long), None: as long as it takes."""
+        if not self._lock.acquire(timeout=-1 if wait is None else wait):
+            self._closed = True
+            return
+        try:
             self._closed = True
             store, self._store = self._store, None
+        finally:
+            self._lock.release()
         if store is not None:
             _close_quietly(store)
 
@@ -362,6 +547,7 @@ class GardenerTools:
             "pinned": project.get("pinned", 0),
             "pending_embeddings": project.get("pending_embeddings", 0),
             "embedding_model": _model_name(store),
+            "model_export": _model_export(),
             "eviction_candidates": project.get("eviction_candidates", []),
             "client_context": usage,
             "recommendation": project.get("recommendation", ""),
@@ -442,6 +628,31 @@ def _model_name(store: Any) -> str | None:
     from ..store import model_choice
 
     return model_choice.active_name()
+
+
+def _model_export() -> dict[str, Any] | None:
+    """The embedding model's one-time export, when this process started or waits for one."""
+    embeddings = sys.modules.get("aider_gardener.store.embeddings")
+    return embeddings.export_status() if embeddings is not None else None
+
+
+def _yield_cpu(nice: int = 10) -> None:
+    """Lower this thread's priority (Linux schedules threads apart): the library's import and
+    the store's open (the numeric stack, then the model in threads of their own) are seconds
+    of CPU that competed with the client itself for a 2-core machine's cores while it was
+    getting its first request out (``claude -p``: +1.6 s for the server alone, at load 5)."""
+    if not (hasattr(os, "setpriority") and sys.platform.startswith("linux")):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except OSError:
+        pass
+
+
+def _say(line: str) -> None:
+    """One line to stderr, which MCP clients keep as the server's log."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _search_mode(store: Any) -> str:
@@ -621,6 +832,13 @@ def _pressure_line(report: dict[str, Any]) -> str:
         f"project: {project.get('entries') or 0} entries, {_k(project.get('tokens_original'))}"
         f" tokens stored as {_k(project.get('tokens_summary'))} of summaries"
     )
+    export = report.get("model_export")
+    if export and export.get("state") in ("exporting", "waiting"):
+        parts.append(
+            f"the embedding model is being prepared once for this machine (process"
+            f" {export.get('pid')}, {export.get('seconds', 0):.0f} s so far); recall is full-text"
+            " until it is done"
+        )
     line = "; ".join(parts) + "."
     if usage and usage.get("percent") and usage["percent"] >= 70:
         line += " Consider checkpoint() now and recall() instead of re-running commands."
@@ -644,29 +862,21 @@ def build_server(tools: GardenerTools) -> Any:
     async def call(fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         return await to_thread.run_sync(functools.partial(fn, *args, **kw))
 
-    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-    writes = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+    def hints(name: str) -> Any:
+        return ToolAnnotations(**TOOLS[name].annotations)
+
+    def about(tool: str, arg: str) -> Any:
+        return Field(description=_describe(tool, arg))
 
     # ``class`` is the argument's name for clients; Python needs another name for it, so the
     # schema comes from this signature and the call arrives with the alias as its keyword.
     def _recall_signature(
-        query: Annotated[
-            str, Field(description="words, identifiers, paths, error codes, or entry ids")
-        ],
+        query: Annotated[str, about("recall", "query")],
         cls: Annotated[
-            str | None,
-            Field(
-                alias="class",
-                description=(
-                    "only these content classes, comma separated: log, code, structured, prose,"
-                    " error, prompt, edit"
-                ),
-            ),
+            str | None, Field(alias="class", description=_describe("recall", "class"))
         ] = None,
-        limit: Annotated[int, Field(description="hits to return (1-20)")] = RECALL_LIMIT,
-        full: Annotated[
-            bool, Field(description="include each hit's original (long ones cut; see expand)")
-        ] = False,
+        limit: Annotated[int, about("recall", "limit")] = RECALL_LIMIT,
+        full: Annotated[bool, about("recall", "full")] = False,
     ) -> dict[str, Any]: ...
 
     async def recall(**kw: Any) -> dict[str, Any]:
@@ -681,27 +891,14 @@ def build_server(tools: GardenerTools) -> Any:
     recall.__signature__ = inspect.signature(_recall_signature)  # type: ignore[attr-defined]
     recall.__annotations__ = dict(_recall_signature.__annotations__)
     app.add_tool(
-        recall,
-        name="recall",
-        description=(
-            "Search the project's stored tool outputs, errors and conversation (full-text and"
-            " by meaning): ids, class, score, token cost, summary and the matching lines."
-        ),
-        annotations=read_only,
+        recall, name="recall", description=TOOLS["recall"].description, annotations=hints("recall")
     )
 
-    @app.tool(
-        description=(
-            "The full original text of a stored entry, exactly as stored but for secrets"
-            " (keys, tokens, passwords: redacted); long ones in pages (pass next_offset as"
-            " offset for the next page)."
-        ),
-        annotations=read_only,
-    )
+    @app.tool(description=TOOLS["expand"].description, annotations=hints("expand"))
     async def expand(
-        id: Annotated[str, Field(description="the entry id, e.g. t5ifzcaz3j")],
-        offset: Annotated[int, Field(description="first character to return")] = 0,
-        length: Annotated[int, Field(description="characters per page")] = PAGE_CHARS,
+        id: Annotated[str, about("expand", "id")],
+        offset: Annotated[int, about("expand", "offset")] = 0,
+        length: Annotated[int, about("expand", "length")] = PAGE_CHARS,
     ) -> CallToolResult:
         page = await call(tools.expand, id, offset, length)
         meta = page["meta"]
@@ -715,56 +912,38 @@ def build_server(tools: GardenerTools) -> Any:
             head += "; the original had bytes that are not UTF-8, shown decoded"
         if meta["secrets_redacted"]:
             head += f"; {meta['secrets_redacted']} secret(s) redacted (the user's /show has them)"
+        # The structured part carries the page too, as every other tool's carries all it says:
+        # Codex (0.169.0) forwards a tool's structuredContent to the model instead of its text.
         return CallToolResult(
             content=[
                 TextContent(type="text", text=head),
                 TextContent(type="text", text=page["text"]),
             ],
-            structuredContent=meta,
+            structuredContent={**meta, "message": head, "text": page["text"]},
         )
 
-    @app.tool(
-        description=(
-            "Hide a stored entry and every stored copy of it from recall and expand"
-            " (undo=true brings them back)."
-        ),
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False),
-    )
+    @app.tool(description=TOOLS["forget"].description, annotations=hints("forget"))
     async def forget(
-        id: Annotated[str, Field(description="the entry id")],
-        undo: Annotated[bool, Field(description="restore instead")] = False,
+        id: Annotated[str, about("forget", "id")],
+        undo: Annotated[bool, about("forget", "undo")] = False,
     ) -> dict[str, Any]:
         return await call(tools.forget, id, bool(undo))
 
-    @app.tool(
-        description="Pin a stored entry: never evicted, never expires (undo=true unpins).",
-        annotations=writes,
-    )
+    @app.tool(description=TOOLS["pin"].description, annotations=hints("pin"))
     async def pin(
-        id: Annotated[str, Field(description="the entry id")],
-        undo: Annotated[bool, Field(description="unpin instead")] = False,
+        id: Annotated[str, about("pin", "id")],
+        undo: Annotated[bool, about("pin", "undo")] = False,
     ) -> dict[str, Any]:
         return await call(tools.pin, id, bool(undo))
 
-    @app.tool(
-        description=(
-            "Save a verified checkpoint of the session's facts (files, errors, decisions, next"
-            " steps) as markdown next to the store; Aider's /resume can load it."
-        ),
-        annotations=writes,
-    )
+    @app.tool(description=TOOLS["checkpoint"].description, annotations=hints("checkpoint"))
     async def checkpoint(
-        note: Annotated[str | None, Field(description="a note to keep with it")] = None,
+        note: Annotated[str | None, about("checkpoint", "note")] = None,
     ) -> dict[str, Any]:
         return await call(tools.checkpoint, note)
 
     @app.tool(
-        description=(
-            "How full the context and the store are: entries and tokens stored vs summarized"
-            " (this session and the project), eviction candidates, the client's last context"
-            " usage when known."
-        ),
-        annotations=read_only,
+        description=TOOLS["context_pressure"].description, annotations=hints("context_pressure")
     )
     async def context_pressure() -> dict[str, Any]:
         return await call(tools.context_pressure)
@@ -772,25 +951,283 @@ def build_server(tools: GardenerTools) -> Any:
     return app
 
 
-def _protocol_stdout() -> Any:
+def _protocol_stdout() -> BinaryIO:
     """The MCP stream on a private copy of stdout, with fd 1 itself pointed at stderr: a print
     from any library (or a child process inheriting fd 1) then lands in the client's log instead
     of corrupting the JSON-RPC stream."""
-    import anyio
-
     fd = os.dup(sys.stdout.fileno())
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    stream = TextIOWrapper(os.fdopen(fd, "wb", buffering=0), encoding="utf-8", newline="\n")
-    return anyio.wrap_file(stream)
+    return os.fdopen(fd, "wb", buffering=0)
 
 
-async def _serve(app: Any, stdout: Any) -> None:
-    from mcp.server.stdio import stdio_server
+# -- the front: the handshake before the MCP library has loaded ------------------------------
 
-    server = app._mcp_server  # FastMCP.run_stdio_async, with our stdout
-    async with stdio_server(stdout=stdout) as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+# What the front answers itself, as mcp 1.30 (requirements.lock) answers them; pinned by
+# ``test_the_front_answers_as_the_library_does``.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # newest last
+CAPABILITIES = {
+    "experimental": {},
+    "prompts": {"listChanged": False},
+    "resources": {"subscribe": False, "listChanged": False},
+    "tools": {"listChanged": False},
+}
+EMPTY_LISTS = {"prompts/list": "prompts", "resources/list": "resources"}
+EMPTY_LISTS["resources/templates/list"] = "resourceTemplates"
+# The methods the library handles; any other request gets "method not found" from the front
+# (the library would log its 17-way union's 31 validation errors and answer "invalid params").
+LIBRARY_REQUESTS = frozenset(
+    "ping initialize completion/complete logging/setLevel prompts/get prompts/list"
+    " resources/list resources/templates/list resources/read resources/subscribe"
+    " resources/unsubscribe tools/call tools/list tasks/get tasks/result tasks/list"
+    " tasks/cancel".split()
+)
+LIBRARY_NOTIFICATIONS = frozenset(
+    "notifications/cancelled notifications/progress notifications/initialized"
+    " notifications/roots/list_changed notifications/tasks/status".split()
+)
+METHOD_NOT_FOUND = -32601
+# The id under which the client's initialize is replayed to the library at the hand-over; its
+# answer (the client had the front's) is dropped.
+REPLAY_ID = "aider-gardener-front-initialize"
+
+
+def server_version() -> str:
+    """FastMCP's serverInfo.version when none is given: the installed ``mcp`` version, read
+    from the name of its dist-info folder (importing ``importlib.metadata`` took ~0.1 s of the
+    handshake's ~0.3), else as FastMCP reads it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("mcp")
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            found = sorted(Path(folder).parent.glob("mcp-*.dist-info"))
+            if found:
+                return found[-1].name[len("mcp-") : -len(".dist-info")]
+    except (ImportError, ValueError, OSError):
+        pass
+    try:
+        from importlib.metadata import version
+
+        return version("mcp")
+    except Exception:  # noqa: BLE001 - as FastMCP's fallback
+        return "unknown"
+
+
+class _Front:
+    """The server's stdio, and what it answers while the ``mcp`` library loads.
+
+    Why: importing ``mcp`` takes 0.7-1.0 s on a busy machine (mostly building its pydantic
+    models), and clients wait for the handshake before their first request: Claude Code's
+    ``-p`` up to ~2 s for ``initialize`` and ``tools/list``, Codex ~1 s for an optional server's
+    tools before it leaves them out of the turn (issue 22). So the front answers, from the
+    first line on, what needs nothing but constants: ``initialize``, ``ping``, the tool list
+    (``tool_list``), empty prompt and resource lists, and "method not found" for methods the
+    library does not know (Claude Code probes ``server/discover`` before ``initialize``). Any
+    other message waits, in order, and is handed to the library once it is loaded, after the
+    client's ``initialize`` replayed under ``REPLAY_ID`` (its answer dropped), so that the
+    library's session holds the client's parameters and state as if it had answered itself."""
+
+    def __init__(
+        self, out: BinaryIO, on_initialize: Callable[[], None], on_need: Callable[[], None]
+    ) -> None:
+        self.out = out
+        self.on_initialize = on_initialize  # the client initialized: start what it will need
+        self.on_need = on_need  # a request waits for the library: load it now
+        self.inbox: "queue.Queue[bytes | None]" = queue.Queue()
+        self.waiting: list[bytes] = []  # for the library, in arrival order
+        self.initialize: dict[str, Any] | None = None  # the client's, answered by the front
+        self.requests, self.notifications = LIBRARY_REQUESTS, LIBRARY_NOTIFICATIONS
+        self._write_lock = threading.Lock()
+        threading.Thread(target=self._read, name="gardener-stdin", daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            for line in iter(sys.stdin.buffer.readline, b""):
+                self.inbox.put(line)
+        except (OSError, ValueError) as err:  # stdin closed under us: as the end of input
+            log.debug("gardener: reading stdin failed: %s", err)
+        finally:
+            self.inbox.put(None)
+
+    def write(self, message: dict[str, Any] | str) -> None:
+        data = message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
+        with self._write_lock:
+            self.out.write(data.encode("utf-8") + b"\n")
+
+    def serve_until(self, ready: threading.Event) -> bool:
+        """Answer what the front can until ``ready`` is set; False when the client left first."""
+        while not ready.is_set():
+            try:
+                line = self.inbox.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if line is None:
+                return False
+            self._early(line)
+        return True
+
+    def _early(self, line: bytes) -> None:
+        msg = _json(line)
+        method = msg.get("method") if isinstance(msg, dict) else None
+        if not isinstance(method, str) or "id" not in msg:
+            if method is None or method in self.notifications:
+                self.waiting.append(line)  # responses, notifications, junk: the library's
+            return
+        rid = msg["id"]
+        if method not in self.requests:
+            self.write(_not_found(rid, method))
+        elif method == "initialize":
+            params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+            asked = params.get("protocolVersion")
+            result = {
+                "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+                "capabilities": CAPABILITIES,
+                "serverInfo": {"name": SERVER_NAME, "version": server_version()},
+                "instructions": INSTRUCTIONS,
+            }
+            self.initialize = msg
+            self.on_initialize()  # first: a client that leaves on the answer finds it started
+            self.write({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "ping":
+            self.write({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif self.initialize is not None and method == "tools/list":
+            self.write({"jsonrpc": "2.0", "id": rid, "result": {"tools": tool_list()}})
+        elif self.initialize is not None and method in EMPTY_LISTS:
+            self.write({"jsonrpc": "2.0", "id": rid, "result": {EMPTY_LISTS[method]: []}})
+        else:
+            self.waiting.append(line)
+            self.on_need()
+
+    def admit(self, line: bytes) -> bool:
+        """After the hand-over: whether ``line`` goes to the library (an unknown request is
+        answered here, an unknown notification dropped; the library would log either)."""
+        msg = _json(line)
+        method = msg.get("method") if isinstance(msg, dict) else None
+        if not isinstance(method, str):
+            return True
+        if "id" not in msg:
+            if method not in self.notifications:
+                log.debug("gardener: notification %s ignored", method)
+                return False
+            return True
+        if method not in self.requests:
+            self.write(_not_found(msg["id"], method))
+            return False
+        if method == "initialize":
+            self.on_initialize()
+        return True
+
+
+def _json(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _not_found(rid: Any, method: str) -> dict[str, Any]:
+    error = {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
+    return {"jsonrpc": "2.0", "id": rid, "error": error}
+
+
+def _library_methods() -> tuple[frozenset[str], frozenset[str]]:
+    """The request and notification methods the loaded library validates (the front's own
+    lists are this version's, checked by the tests)."""
+    import typing
+
+    from mcp import types
+
+    def methods(union: Any) -> frozenset[str]:
+        out: set[str] = set()
+        for cls in typing.get_args(union.model_fields["root"].annotation):
+            out.update(typing.get_args(cls.model_fields["method"].annotation))
+        return frozenset(out)
+
+    return methods(types.ClientRequest), methods(types.ClientNotification)
+
+
+class _Library:
+    """The ``mcp`` library and the FastMCP app over the tools, loaded in a thread while the
+    front answers the handshake."""
+
+    def __init__(self, tools: GardenerTools) -> None:
+        self.tools = tools
+        self.app: Any = None
+        self.methods: tuple[frozenset[str], frozenset[str]] | None = None
+        self.error: BaseException | None = None
+        self.ready = threading.Event()
+        self._started = False
+        self._go = threading.Event()
+
+    def start(self, go: threading.Event) -> None:
+        """Begin loading, once, when ``go`` is set (see ``SETTLE``)."""
+        if not self._started:
+            self._started = True
+            self._go = go
+            threading.Thread(target=self._load, name="gardener-mcp-load", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            _yield_cpu()
+            self._go.wait()
+            self.app = build_server(self.tools)
+            self.methods = _library_methods()
+        except BaseException as err:  # noqa: BLE001 - reported by main
+            self.error = err
+        finally:
+            self.ready.set()
+
+
+async def _serve(app: Any, front: _Front) -> None:
+    """The library's server over the front's stdio: what waited first (the replayed
+    ``initialize``, then the rest in arrival order), then every further line."""
+    import anyio
+    from anyio import to_thread
+    from mcp.shared.message import SessionMessage
+    from mcp.types import JSONRPCMessage
+
+    server = app._mcp_server
+    to_server, server_in = anyio.create_memory_object_stream(0)
+    server_out, from_server = anyio.create_memory_object_stream(0)
+
+    async def hand(line: bytes) -> None:
+        if not await to_thread.run_sync(front.admit, line):
+            return
+        try:
+            message = JSONRPCMessage.model_validate_json(line.decode("utf-8", "replace"))
+        except Exception as exc:  # noqa: BLE001 - as the library's stdio reader: to the session
+            await to_server.send(exc)
+            return
+        await to_server.send(SessionMessage(message))
+
+    async def read() -> None:
+        async with to_server:
+            if front.initialize is not None:
+                replay = dict(front.initialize, id=REPLAY_ID)
+                await to_server.send(SessionMessage(JSONRPCMessage.model_validate(replay)))
+            for line in front.waiting:
+                await hand(line)
+            front.waiting = []
+            while True:
+                line = await to_thread.run_sync(front.inbox.get, abandon_on_cancel=True)
+                if line is None:
+                    return
+                await hand(line)
+
+    async def write() -> None:
+        async with from_server:
+            async for out in from_server:
+                if getattr(out.message.root, "id", None) == REPLAY_ID:
+                    continue
+                data = out.message.model_dump_json(by_alias=True, exclude_none=True)
+                await to_thread.run_sync(front.write, data)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read)
+        tg.start_soon(write)
+        await server.run(server_in, server_out, server.create_initialization_options())
+        tg.cancel_scope.cancel()
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -828,34 +1265,80 @@ def main(argv: list[str] | None = None) -> int:
     if args.root and not Path(args.root).expanduser().is_dir():
         print(f"gardener-mcp: --root {args.root}: not a directory", file=sys.stderr)
         return 2
-    stdout = _protocol_stdout()
+    out = _protocol_stdout()
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
-    from .. import offline  # noqa: F401  (before chromadb, tiktoken, Hugging Face load)
-
+    # Nothing heavy before the front answers: the library loads in a thread, the store (and the
+    # model load and the embedding worker with it) opens once the client has initialized.
     tools = GardenerTools(args.root, args.store, args.vectors, args.chroma_url)
-    app = build_server(tools)
-    tools.start()
+    library = _Library(tools)
+
+    go = threading.Event()  # the library's load and the store's open may begin
+
+    def initialized() -> None:
+        library.start(go)
+        tools.start(go)
+        later = threading.Timer(SETTLE, go.set)
+        later.daemon = True
+        later.start()
+
+    def needed() -> None:
+        go.set()
+        library.start(go)
+
+    front = _Front(out, initialized, needed)
 
     def on_signal(signum: int, _frame: Any) -> None:
         # Not an exception into the event loop: stdin's reader thread sits in a blocking read
         # that the loop's shutdown would wait for, forever. Close the store (the worker stops
-        # at its next forward pass, the vector writer's lock is released) and leave.
-        tools.close()
+        # at its next forward pass, the vector writer's lock is released) and leave, without
+        # waiting for an open under way: Claude Code sends SIGINT, SIGTERM 100 ms later and
+        # SIGKILL 400 ms after that, and waited for all of it (the open is SQLite's to undo).
+        tools.close(wait=SIGNAL_WAIT)
+        _note_export_left()
         logging.shutdown()
         os._exit(128 + signum)
 
     for name in ("SIGTERM", "SIGHUP", "SIGINT"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), on_signal)
-    import anyio
-
+    status = 0
     try:
-        anyio.run(_serve, app, stdout)  # returns when the client closes stdin
+        if front.serve_until(library.ready):  # False: the client left before it was needed
+            if library.error is not None:
+                log.error("gardener: the MCP library failed to load: %r", library.error)
+                status = 1
+            else:
+                import anyio
+
+                front.requests, front.notifications = library.methods
+                anyio.run(_serve, library.app, front)  # returns when the client closes stdin
     finally:
+        go.set()  # an open that waited for it runs, and close waits for it, as before
         tools.close()
-    return 0
+        _note_export_left()
+    if os.environ.get("GARDENER_FAST_EXIT", "1") != "0":
+        # The store is closed; what is left is the interpreter's teardown of onnxruntime,
+        # chromadb and threads still importing or loading the model: 0.5-1.5 s measured.
+        from ..main import fast_exit
+
+        fast_exit(status)
+    return status
+
+
+def _note_export_left() -> None:
+    """One line for the client's log when this server leaves the model export it started to
+    finish on its own (see the ownership note in ``store/embeddings.py``)."""
+    embeddings = sys.modules.get("aider_gardener.store.embeddings")
+    state = embeddings.export_status() if embeddings is not None else None
+    if state and state.get("state") == "exporting" and state.get("owner") == "this process":
+        print(
+            f"gardener: the embedding model export (process {state.get('pid')}) goes on after"
+            " this server exits; the next start uses it, or waits for it",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

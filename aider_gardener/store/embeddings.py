@@ -849,36 +849,237 @@ def _model_max_seq() -> int:
 # session's peak RSS). Tests that fake a broken exporter in-process turn it off.
 EXPORT_ISOLATED = True
 EXPORT_TIMEOUT = 600.0
+EXPORT_POLL = 1.0  # seconds between looks at another process's export
+EXPORT_DELAY_ENV = "GARDENER_EXPORT_DELAY"  # tests only: seconds the child waits, lock held
+# Who hears about the export: one line when it starts, is waited for, or ends (the MCP server
+# points this at its stderr, the client's log); None: the module's logger, at INFO.
+announce: Callable[[str], None] | None = None
+_export_state: dict[str, Any] | None = None
+
+# Who owns the export, decided for issue 22 (a ~1-minute export that outlived a `claude -p`
+# session unnoticed, and every new session started one more): the export is the machine's, not
+# the session's. It runs in its own process session (a Ctrl-C or the client ending the server
+# does not cut it short), writes its output to ``<cache>.export.log``, and holds an exclusive
+# ``flock`` on ``<cache>.export.lock`` (its pid and start time inside) for as long as it runs,
+# bounded by ``EXPORT_TIMEOUT`` through ``alarm``. A session that ends first leaves it to finish,
+# deliberately: killing it would make every short session (``claude -p``) start over and never
+# finish. The next start notices: a held lock is waited for, not exported again, and announced
+# with the exporter's pid; a free lock with a pid still written in it is an export that was
+# killed, whose partial files the next exporter removes (under the lock) before starting again.
+
+
+def export_status() -> dict[str, Any] | None:
+    """The model export this process started or waits for: ``state`` (exporting, waiting, done,
+    failed), ``pid``, ``seconds`` since it started, ``log``; None when there was none."""
+    state = _export_state
+    if state is None:
+        return None
+    out = dict(state)
+    started = out.pop("started_mono", None)
+    if started is not None and out.get("state") in ("exporting", "waiting"):
+        out["seconds"] = round(time.monotonic() - started, 1)
+    return out
+
+
+def _export_event(state: str, line: str, **info: Any) -> None:
+    global _export_state
+    before = _export_state or {}
+    _export_state = {**before, **info, "state": state}
+    if state in ("exporting", "waiting") and before.get("state") != state:
+        _export_state["started_mono"] = time.monotonic() - float(info.get("age", 0.0) or 0.0)
+    _export_state.pop("age", None)
+    (announce or log.info)(line)
+
+
+def export_lock_path(cache_dir: Path) -> Path:
+    """Beside the cache folder, not in it: the folder holds the model files and nothing else."""
+    cache_dir = Path(cache_dir)
+    return cache_dir.with_name(cache_dir.name + ".export.lock")
+
+
+def _export_holder(lock: Path) -> dict[str, Any] | None:
+    """What the process exporting into ``lock``'s folder wrote (pid, started), or None when no
+    process holds the lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock, as before
+        return None
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return _read_marker(fd) or {}
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_marker(fd: int) -> dict[str, Any] | None:
+    try:
+        raw = os.pread(fd, 4096, 0)
+        marker = json.loads(raw) if raw.strip() else None
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) else None
+
+
+def _stale_marker(lock: Path) -> dict[str, Any] | None:
+    """The marker of an export that was killed: the lock is free, its pid still written."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return _read_marker(fd)
+    finally:
+        os.close(fd)
 
 
 def _export_in_child(cache_dir: Path) -> None:
+    """Make the model file in a child process, or wait for the one another process is making
+    (see the ownership note above)."""
+    import signal
     import subprocess
     import sys
 
+    cache_dir = Path(cache_dir)
+    mapped = cache_dir / mapped_filename()
+    lock = export_lock_path(cache_dir)
+    log_path = cache_dir.with_name(cache_dir.name + ".export.log")
+    deadline = time.monotonic() + EXPORT_TIMEOUT
+    holder = _export_holder(lock)
+    if holder is not None:
+        pid = holder.get("pid")
+        age = max(0.0, time.time() - float(holder.get("started") or time.time()))
+        _export_event(
+            "waiting",
+            f"gardener: waiting for the embedding model export of process {pid} (started"
+            f" {age:.0f} s ago by an earlier session); recall is full-text until it is done",
+            pid=pid,
+            owner="another process",
+            log=str(log_path),
+            age=age,
+        )
+        while holder is not None and not _mapped_ready(mapped):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ONNX export of process {pid} still running after {age:.0f} s")
+            time.sleep(EXPORT_POLL)
+            holder = _export_holder(lock)
+        if _mapped_ready(mapped):
+            _export_event("done", f"gardener: embedding model export of process {pid} done")
+            return
+    killed = _stale_marker(lock) if holder is None else None
+    cache_dir.mkdir(parents=True, exist_ok=True)
     code = (
         "import sys; from aider_gardener.store import embeddings;"
         " embeddings._export_here(sys.argv[1])"
     )
     try:
-        res = subprocess.run(
-            [sys.executable, "-c", code, str(cache_dir)],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=EXPORT_TIMEOUT,
-        )
+        with open(log_path, "wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", code, str(cache_dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own: a signal to the session's group spares it
+            )
     except (OSError, subprocess.SubprocessError) as err:
         raise RuntimeError(f"ONNX export could not run: {err}") from err
-    if res.returncode != 0 or not _mapped_ready(Path(cache_dir) / mapped_filename()):
-        last = (res.stderr.strip().splitlines() or ["no output"])[-1]
+    again = f" (the export of process {killed.get('pid')} was cut short)" if killed else ""
+    _export_event(
+        "exporting",
+        f"gardener: preparing the embedding model once for this machine{again}: ONNX export in"
+        f" process {proc.pid}, about a minute, log {log_path}; recall is full-text until it is"
+        " done",
+        pid=proc.pid,
+        owner="this process",
+        log=str(log_path),
+    )
+    started = time.monotonic()
+    try:
+        rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        _export_event("failed", "gardener: embedding model export timed out", pid=proc.pid)
+        raise RuntimeError(f"ONNX export timed out after {EXPORT_TIMEOUT:.0f} s") from None
+    if rc != 0 or not _mapped_ready(mapped):
+        try:
+            lines = log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            lines = []
+        last = (lines or ["no output"])[-1]
+        _export_event("failed", f"gardener: embedding model export failed: {last}")
         raise RuntimeError(f"ONNX export failed: {last}")
+    _export_event(
+        "done",
+        f"gardener: embedding model export done ({time.monotonic() - started:.0f} s)",
+        seconds=round(time.monotonic() - started, 1),
+    )
 
 
 def _export_here(cache_dir: str) -> None:
-    """The child's work: ``prepare`` in ``cache_dir`` (a file that fails its check is removed)."""
+    """The child's work: ``prepare`` in ``cache_dir`` (a file that fails its check is removed),
+    under the export lock: a second exporter waits for the first, then finds the file made."""
     global EXPORT_ISOLATED
     EXPORT_ISOLATED = False
-    prepare(Path(cache_dir))
+    folder = Path(cache_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with _holding_export_lock(folder):
+        if _mapped_ready(folder / mapped_filename()):
+            return
+        _remove_partial(folder)
+        delay = float(os.environ.get(EXPORT_DELAY_ENV, "0") or 0)
+        if delay > 0:
+            time.sleep(delay)
+        prepare(folder)
+
+
+@contextlib.contextmanager
+def _holding_export_lock(folder: Path) -> Iterator[None]:
+    """The lock held (blocking while another process holds it), this process's pid written in
+    it while it works and cleared after, and ``EXPORT_TIMEOUT`` as this process's own bound:
+    it may have no parent left to enforce one."""
+    try:
+        import fcntl
+        import signal
+    except ImportError:  # pragma: no cover - not POSIX: no lock, as before
+        yield
+        return
+    fd = os.open(export_lock_path(folder), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        marker = {"pid": os.getpid(), "started": time.time(), "parent": os.getppid()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(marker).encode(), 0)
+        if hasattr(signal, "alarm"):
+            signal.alarm(int(EXPORT_TIMEOUT))
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # finished (or failed with a reason in the log): not killed
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _remove_partial(folder: Path) -> None:
+    """What an export that was killed leaves: temporary files and folders (never the finished
+    export or mapped file). Only called with the export lock held."""
+    import shutil
+
+    for path in folder.iterdir():
+        name = path.name
+        if name.startswith((".export-", ".quant-")) or name.endswith("-int8w.onnx"):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        elif name.startswith(".convert-") and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def export_onnx(path: Path) -> None:

@@ -6,6 +6,7 @@ embedding worker), real SQLite, real chromadb and the real embedding model."""
 import asyncio
 import json
 import os
+import queue
 import shutil
 import signal
 import sqlite3
@@ -234,6 +235,42 @@ def test_expand_returns_the_original_byte_for_byte(world):
         offset = res.structuredContent["next_offset"]
     assert len(pages) == 3
     assert "".join(pages).encode("utf-8") == want
+
+
+def test_every_tools_structured_result_carries_its_content(world, tmp_path):
+    """Codex forwards a tool's ``structuredContent`` to the model instead of its text (issue 22:
+    ``expand`` reached it as metadata only): each tool's structured part holds all its text
+    does, the page of an original included."""
+    client, files = world["client"], world["files"]
+    store = project.open_project_store(
+        world["repo"], vectors=False, worker=False, session_id=CLIENT_SESSION
+    )
+    try:
+        own = store.ingest("$ make structured-probe\nE4711 only here\n" * 30, Source(role="tool"))
+    finally:
+        store.close()
+    name = "pytest_failures_typeerror__X_Ray_LLM.log"
+    calls = {
+        "recall": {"query": "build_json_report TypeError"},
+        "expand": {"id": world["entries"][name].id},
+        "pin": {"id": own.id},
+        "forget": {"id": own.id},
+        "checkpoint": {"note": "structured probe"},
+        "context_pressure": {},
+    }
+    assert set(calls) == SIX
+    for tool, args in calls.items():
+        res = client.call(tool, args)
+        assert not res.isError, (tool, res.content[0].text)
+        got = res.structuredContent
+        if tool == "expand":
+            head, page = (c.text for c in res.content)
+            assert got["text"] == page and page.encode() == files[name].read_bytes()
+            assert got["message"] == head and got["id"] in head
+        else:
+            (only,) = res.content
+            assert json.loads(only.text) == got, tool
+    client.ok("forget", {"id": own.id, "undo": True})
 
 
 def test_bad_input_gives_tool_errors_and_the_server_goes_on(world):
@@ -535,6 +572,13 @@ def test_ends_when_the_client_goes(tmp_path, how):
         if how == "eof":
             proc.stdin.close()
         else:
+            # A signal does not wait for an open under way (see the next test): here the store
+            # is open first, as when the client has used a tool.
+            call = {"name": "context_pressure", "arguments": {}}
+            request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+            assert json.loads(proc.stdout.readline())["id"] == 2
             proc.send_signal(signal.SIGTERM)
         rc = proc.wait(60)
     finally:
@@ -542,7 +586,316 @@ def test_ends_when_the_client_goes(tmp_path, how):
             proc.kill()
     assert rc == (0 if how == "eof" else 128 + signal.SIGTERM)
     assert proc.stdout.read() == b""
-    assert (repo / ".aider.gardener" / "store.sqlite").is_file()
+    db = repo / ".aider.gardener" / "store.sqlite"
+    assert db.is_file()
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_signal_ends_the_server_while_the_store_is_still_opening(tmp_path):
+    """Claude Code ends its MCP servers with SIGINT, then SIGTERM 100 ms later and SIGKILL 400
+    ms after that, and waits meanwhile; the server waited for an open under way before it
+    left. Here the open hangs (``networkx``, which the store's open imports first, never
+    finishes importing): SIGINT still ends the server, and the store is intact after."""
+    if not SERVER.is_file():
+        pytest.skip("gardener-mcp not installed")
+    stuck = tmp_path / "stuck"
+    (stuck / "networkx").mkdir(parents=True)
+    (stuck / "networkx" / "__init__.py").write_text("import time\ntime.sleep(600)\n")
+    repo = _repo(tmp_path / "repo")
+    path = os.pathsep.join(filter(None, [str(stuck), os.environ.get("PYTHONPATH")]))
+    server = RawServer([], dict(_env(tmp_path), PYTHONPATH=path), repo)
+    try:
+        server.initialize()
+        assert server.request("ping")["result"] == {}
+        time.sleep(1.0)  # the open has begun, and hangs
+        server.proc.send_signal(signal.SIGINT)
+        rc = server.proc.wait(30)
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()
+    assert rc == 128 + signal.SIGINT
+    db = repo / ".aider.gardener" / "store.sqlite"
+    if db.exists():
+        with sqlite3.connect(db) as con:
+            assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+class RawServer:
+    """A ``gardener-mcp`` subprocess spoken to line by line, for what the MCP client library
+    does not send (``server/discover``, unknown methods) and for watching its stderr."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [str(SERVER), *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.lines: "queue.Queue[dict]" = queue.Queue()
+        self.stderr: list[str] = []
+        self._ids = iter(range(100, 10_000))
+        threading.Thread(target=self._read_out, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read_out(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+
+    def _read_err(self) -> None:
+        for line in self.proc.stderr:
+            self.stderr.append(line.decode("utf-8", "replace"))
+
+    def send(self, message: dict) -> None:
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict | None = None, timeout: float = 60) -> dict:
+        rid = next(self._ids)
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if reply.get("id") == rid:
+                return reply
+
+    def initialize(self) -> dict:
+        reply = self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def call(self, tool: str, args: dict | None = None, timeout: float = 120) -> dict:
+        reply = self.request("tools/call", {"name": tool, "arguments": args or {}}, timeout)
+        assert not reply["result"].get("isError"), reply
+        return reply["result"]["structuredContent"]
+
+    def wait_stderr(self, text: str, timeout: float = 120) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [line for line in list(self.stderr) if text in line]
+            if found:
+                return found[0]
+            time.sleep(0.1)
+        raise AssertionError(f"no {text!r} on stderr: {''.join(self.stderr)[-2000:]}")
+
+    def close(self, timeout: float = 60) -> int:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+# Claude Code 2.1.332's first message to an MCP server, before ``initialize`` (captured).
+DISCOVER = {
+    "jsonrpc": "2.0",
+    "id": "server-discover-probe-1",
+    "method": "server/discover",
+    "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {
+                "name": "claude-code",
+                "title": "Claude Code",
+                "version": "2.1.332",
+            },
+            "io.modelcontextprotocol/clientCapabilities": {
+                "roots": {"listChanged": True},
+                "elicitation": {"form": {}, "url": {}},
+            },
+        }
+    },
+}
+
+
+def test_server_discover_is_method_not_found_without_validation_errors(tmp_path):
+    """Claude Code probes ``server/discover`` first: the library logged 31 validation errors
+    for it and answered "invalid params". Now: "method not found", nothing logged, before and
+    after the library has loaded, and the handshake that follows works."""
+    if not SERVER.is_file():
+        pytest.skip("gardener-mcp not installed")
+    repo = _repo(tmp_path / "repo")
+    server = RawServer(["--no-vectors"], _env(tmp_path), repo)
+    try:
+        first = server.request(DISCOVER["method"], DISCOVER["params"])
+        assert first["error"]["code"] == -32601
+        assert server.initialize()["result"]["serverInfo"]["name"] == "aider-gardener"
+        assert server.call("context_pressure")["project"]["entries"] == 0  # the library serves
+        again = server.request(DISCOVER["method"], DISCOVER["params"])
+        assert again["error"]["code"] == -32601
+        server.send({"jsonrpc": "2.0", "method": "notifications/unheard_of", "params": {}})
+        assert server.request("ping")["result"] == {}
+    finally:
+        rc = server.close()
+    assert rc == 0
+    log = "".join(server.stderr)
+    assert "validation error" not in log and "Failed to validate" not in log, log[-2000:]
+
+
+def test_the_handshake_does_not_wait_for_the_mcp_library(tmp_path):
+    """The front answers ``initialize``, ``ping``, ``tools/list`` and the empty lists with the
+    ``mcp`` library not loaded at all (here: an ``mcp`` package whose import never ends, first
+    on the path), and the store opens after ``initialize``, not before; a tool call waits for
+    the library. Before the front, nothing was answered until the library had loaded."""
+    if not SERVER.is_file():
+        pytest.skip("gardener-mcp not installed")
+    stuck = tmp_path / "stuck"
+    (stuck / "mcp").mkdir(parents=True)
+    (stuck / "mcp" / "__init__.py").write_text("import time\ntime.sleep(600)\n")
+    repo = _repo(tmp_path / "repo")
+    path = os.pathsep.join(filter(None, [str(stuck), os.environ.get("PYTHONPATH")]))
+    env = dict(_env(tmp_path), PYTHONPATH=path)
+    server = RawServer(["--no-vectors"], env, repo)
+    try:
+        assert server.request(DISCOVER["method"], DISCOVER["params"], 30)["error"]["code"] == -32601
+        time.sleep(1.0)
+        assert not (repo / ".aider.gardener").exists()  # nothing opened before initialize
+        reply = server.initialize()["result"]
+        assert reply["protocolVersion"] == "2025-11-25"
+        assert reply["serverInfo"]["name"] == "aider-gardener"
+        assert reply["instructions"].startswith("aider-gardener keeps")
+        tools = server.request("tools/list", timeout=30)["result"]["tools"]
+        from aider_gardener.clients.mcp_server import tool_list
+
+        assert tools == tool_list() and {t["name"] for t in tools} == SIX
+        assert server.request("prompts/list", timeout=30)["result"] == {"prompts": []}
+        assert server.request("ping", timeout=30)["result"] == {}
+        deadline = time.monotonic() + 60
+        while not (repo / ".aider.gardener" / "store.sqlite").is_file():
+            assert time.monotonic() < deadline, "the store was not opened after initialize"
+            time.sleep(0.1)
+        with pytest.raises(queue.Empty):  # needs the library, which is still importing
+            server.request("tools/call", {"name": "context_pressure", "arguments": {}}, 2)
+    finally:
+        server.proc.kill()
+        server.proc.wait(30)
+
+
+def test_the_front_answers_as_the_library_does():
+    """What the front says before the library has loaded is what the library (mcp, as locked)
+    says itself: the initialize result, the tool list, the methods it knows."""
+    from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
+    from mcp.types import LATEST_PROTOCOL_VERSION
+
+    from aider_gardener.clients import mcp_server as m
+
+    app = m.build_server(m.GardenerTools(vectors=False))
+    listed = asyncio.run(app.list_tools())
+    assert m.tool_list() == [
+        t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in listed
+    ]
+    options = app._mcp_server.create_initialization_options()
+    assert m.CAPABILITIES == options.capabilities.model_dump(
+        by_alias=True, mode="json", exclude_none=True
+    )
+    assert (m.SERVER_NAME, m.server_version()) == (options.server_name, options.server_version)
+    assert m.INSTRUCTIONS == options.instructions
+    assert list(m.PROTOCOL_VERSIONS) == list(SUPPORTED_PROTOCOL_VERSIONS)
+    assert m.PROTOCOL_VERSIONS[-1] == LATEST_PROTOCOL_VERSION
+    assert (m.LIBRARY_REQUESTS, m.LIBRARY_NOTIFICATIONS) == m._library_methods()
+    assert asyncio.run(app.list_resource_templates()) == []
+
+
+def _export_children(cache: Path) -> list[int]:
+    """The export processes working in ``cache`` (their command line names it)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"_export_here" in part for part in cmd) and str(cache).encode() in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.is_file() and ") Z " in stat.read_text())
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc for the export processes")
+def test_the_model_export_is_announced_and_never_outlives_its_owner_unnoticed(tmp_path):
+    """The first use on a machine exports the model in a child process (~1 minute). It is
+    announced (stderr, context_pressure), left to finish when its server exits (said so), and
+    the next server notices it: it waits for that export instead of starting another, and
+    when it was killed, exports again after removing its partial files. The export is held
+    at its start here (``GARDENER_EXPORT_DELAY``), lock taken, so nothing heavy runs."""
+    if not SERVER.is_file():
+        pytest.skip("gardener-mcp not installed")
+    from aider_gardener.store import embeddings
+
+    try:
+        embeddings.check_available()
+    except embeddings.EmbeddingsUnavailable as err:
+        pytest.skip(f"no embedding model here: {err}")
+    cache = tmp_path / "models"
+    repo = _repo(tmp_path / "repo")
+    env = dict(_env(tmp_path), GARDENER_MODEL_CACHE=str(cache), GARDENER_EXPORT_DELAY="300")
+    started: list[int] = []
+    first = RawServer([], env, repo)
+    second = None
+    try:
+        first.initialize()
+        line = first.wait_stderr("preparing the embedding model once for this machine")
+        state = first.call("context_pressure")["model_export"]
+        assert state["state"] == "exporting" and state["owner"] == "this process"
+        pid = state["pid"]
+        started.append(pid)
+        assert f"process {pid}" in line
+        assert "being prepared" in first.call("context_pressure")["message"]
+        assert first.close() == 0
+        first.wait_stderr(f"export (process {pid}) goes on after this server exits", 10)
+        assert _alive(pid), "the export ended with its server"
+        assert embeddings._export_holder(embeddings.export_lock_path(cache))["pid"] == pid
+
+        second = RawServer([], env, repo)
+        second.initialize()
+        second.wait_stderr(f"waiting for the embedding model export of process {pid}")
+        state = second.call("context_pressure")["model_export"]
+        assert (state["state"], state["pid"]) == ("waiting", pid)
+        time.sleep(2)
+        assert _export_children(cache) == [pid]  # not a second export
+
+        partial = cache / ".export-left-by-a-killed-export.onnx"
+        partial.write_bytes(b"half a model")
+        os.kill(pid, signal.SIGKILL)
+        line = second.wait_stderr("was cut short")
+        state = second.call("context_pressure")["model_export"]
+        assert state["state"] == "exporting" and state["pid"] != pid
+        started.append(state["pid"])
+        deadline = time.monotonic() + 60
+        while partial.exists():
+            assert time.monotonic() < deadline, "the partial file of the killed export is left"
+            time.sleep(0.2)
+        assert _export_children(cache) == [state["pid"]]
+    finally:
+        for server in (first, second):
+            if server is not None:
+                server.close()
+        for pid in started:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def test_the_real_claude_code_cli_connects(tmp_path):
