@@ -200,13 +200,16 @@ _PY_SUMMARY_ID = re.compile(r"^(FAILED|ERROR) (\S+(?:\[[^\]]*\])?)(?: - (.*))?$"
 _PY_PROGRESS = re.compile(
     r"^(?:(\S+::.*?)\s+)?(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\b.*?\[\s*\d+%\]\s*$"
 )
-_PY_DOTS = re.compile(r"^(?:\S+\.py )?[.FEsxX]+\s*(?:\[\s*\d+%\])?\s*$")
+# No two quantifiers here may take the same blanks (\s*(?:…)?\s*$) or the same "::" (\S+::\S+),
+# and a count starts where its digits start: each was quadratic in a long line of such a run.
+_PY_DOTS = re.compile(r"^(?:\S+\.py )?[.FEsxX]+\s*(?:\[\s*\d+%\]\s*)?$")
 _PY_HEADER = re.compile(
     r"^(?:platform |cachedir: |rootdir: |configfile: |plugins: |asyncio: |hypothesis profile |"
     r"benchmark: |django: |Using --randomly-seed|collecting \.\.\. |testpaths: |-- Docs: )"
 )
 _PY_TEST_HEADER = re.compile(r"^_{3,} (.+?) _{3,}$")
-_PY_TEST_START = re.compile(r"^\S+::\S+\s*$")  # -v with live logs: the result comes lines later
+# -v with live logs: the result comes lines later
+_PY_TEST_START = re.compile(r"^(?=\S+?::\S)\S+\s*$")
 _PY_LIVE = re.compile(r"^-+ (?:live log|Captured) [\w ]+ -+$")
 _PY_ALIAS = {"error": "errors", "warning": "warnings"}
 
@@ -467,7 +470,7 @@ def _parse_cargo(lines: list[str]) -> TestRun:
 
 _JS_TESTS = re.compile(r"^\s*Tests:?\s+(.*\d.*)$")
 _JS_SUITES = re.compile(r"^\s*(?:Test Suites:|Test Files)\s+(.*\d.*)$")
-_JS_COUNT = re.compile(r"(\d+) (failed|passed|skipped|todo|pending|total)")
+_JS_COUNT = re.compile(r"(?<!\d)(\d+) (failed|passed|skipped|todo|pending|total)")
 _JS_BULLET = re.compile(r"^\s*(?:●|ΓùÅ) (.+?)\s*$")
 _JS_CROSS = re.compile(r"^\s*(?:✕|×|✗) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?\s*$")
 _JS_FAIL_SUITE = re.compile(r"^\s*FAIL (\S+)")

@@ -8,6 +8,7 @@ import pytest
 
 from aider_gardener.compress import testrun
 from aider_gardener.compress.testrun import analyze, detect_runner, parse_test_run
+from tests.hang import finishes
 
 PYTEST = """\
 ============================= test session starts ==============================
@@ -525,3 +526,20 @@ def test_real_cargo_compile_error(tool_outputs_dir):
     assert run.counts["compile_warnings"] == len(warnings) >= 1
     noise = _index(lines, "warning: build failed, waiting")
     assert noise in run.hide and _index(lines, "For more information about this error") in run.hide
+
+
+RUN = 200_000  # milliseconds now; these lines were quadratic
+
+
+@pytest.mark.parametrize(
+    "runner, lines",
+    [
+        ("pytest", ["tests/a.py ." + " " * RUN + "\x00", "1 passed in 0.1s"]),  # \s*(…)?\s*$
+        ("pytest", ["a::" * (RUN // 3) + " x", "1 passed in 0.1s"]),  # \S+::\S+
+        ("jest", ["FAIL src/a.test.js", "Tests:       " + "1" * RUN + " x"]),  # (\d+) word
+    ],
+    ids=["pytest dots", "pytest test start", "jest counts"],
+)
+def test_long_runs_in_runner_lines_do_not_hang(runner, lines):
+    run = finishes(parse_test_run, lines, runner)
+    assert run is not None
