@@ -86,7 +86,9 @@ PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 JS_LOCATION = re.compile(r"(?<![^\s(])(?:file://)?([^\s()]+?):(\d+)(?::\d+)?\)?[ \t]*$")
 _AT_WORD = re.compile(r"(?<!\S)at ")
 JVM_FRAME = re.compile(r"^\s*at [\w$.<>/]+\(([\w$-]+\.(?:java|kt|kts|scala|groovy)):(\d+)\)", re.M)
-CALLED_BY_FRAME = re.compile(r"(?<![\w$])(?:[a-z][\w$]*\.)+([A-Z][\w$]*\.[\w$<>-]+):(\d+)\b")
+# "pkg.sub.Class.method:12": one package segment before the class is enough (the groups are the
+# same), and (?:[a-z][\w$]*\.)+ was quadratic in a long "a.a.a…" (every segment a start).
+CALLED_BY_FRAME = re.compile(r"(?<![\w$])[a-z][\w$]*\.([A-Z][\w$]*\.[\w$<>-]+):(\d+)\b")
 # error codes, found fast on a whole text: simple patterns, each starting with a literal
 # or one class, then filtered (an alternation of classes is tried at every position)
 _CODE_NUM = re.compile(r"(?<![\w-])([A-Z]{1,3}\d{3,5})\b")
@@ -114,10 +116,14 @@ TF_ACTION = re.compile(
     r"|will be replaced|will be read during apply|has been deleted|has changed)",
     re.M,
 )
+# The totals line; its words by tf_total. Apply's totals run to the line's end: ".+?\.?\s*$"
+# tried the trailing blanks again after every character (quadratic in a long line).
 TF_TOTALS = re.compile(
-    r"^\s*(Plan: \d+ to add, \d+ to change, \d+ to destroy|Apply complete! Resources: .+?)\.?\s*$",
+    r"^\s*(?:(Plan: \d+ to add, \d+ to change, \d+ to destroy)\.?\s*$"
+    r"|(Apply complete! Resources: .+)$)",
     re.M,
 )
+_APPLY = "Apply complete! Resources: "
 FATAL_LINE = re.compile(r"^.{0,80}?\b(?:FATAL|ERROR|CRITICAL|SEVERE)\b[\]:| \t-]*(\S.{4,})$", re.M)
 _LOOSE = re.compile(
     r"<(?:n|ip|time|ts|date|hex|uuid|dur|\*)>|0x[0-9a-fA-F]+|\d+(?:[.:,/-]\d+)*|"
@@ -429,10 +435,20 @@ def panics(text: str) -> set[str]:
     return {loose(m.group(1)) if m.group(1) else m.group(2) for m in PANIC.finditer(text)}
 
 
+def tf_total(m: re.Match[str]) -> str:
+    """A TF_TOTALS match as words: Apply's totals without the one full stop that ends them."""
+    if m.group(1):
+        return " ".join(m.group(1).split())
+    totals = m.group(2)[len(_APPLY) :].rstrip()
+    if totals.endswith(".") and len(totals) > 1:
+        totals = totals[:-1]
+    return " ".join((_APPLY + totals).split())
+
+
 def terraform(text: str) -> set[str]:
     part = only_lines(text, (" be ", "has been deleted", "has changed", "Plan:", "Apply complete"))
     found = {f"{m.group(1)} {m.group(2)}" for m in TF_ACTION.finditer(part)}
-    found.update(" ".join(m.group(1).split()) for m in TF_TOTALS.finditer(part))
+    found.update(tf_total(m) for m in TF_TOTALS.finditer(part))
     return found
 
 

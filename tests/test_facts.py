@@ -176,3 +176,21 @@ def test_js_frames_are_found_in_linear_time():
         "cat (y.js:4) is no frame, nor is what:5\n"
     )
     assert facts.frames(stack) == {"main.js:12", "boot.mjs:3", "load.js:9"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Apply complete! Resources: " + "a" * 100_000 + "." + " " * 100_000 + "x\n",
+        "called by " + "a." * 100_000 + " x\n",
+    ],
+    ids=["terraform totals", "called-by frame"],
+)
+def test_long_fact_lines_are_scanned_in_linear_time(text):
+    """TF_TOTALS (.+?\\.?\\s*$) retried the trailing blanks after every character, and
+    CALLED_BY_FRAME ((?:[a-z][\\w$]*\\.)+) started at every segment of "a.a.a…": both quadratic."""
+    assert isinstance(finishes(facts.extract, text), dict)
+    assert facts.terraform("Apply complete! Resources: 3 added, 0 changed, 0 destroyed.\n") == {
+        "Apply complete! Resources: 3 added, 0 changed, 0 destroyed"
+    }
+    assert facts.frames("called by org.acme.Foo.bar:12\n") == {"Foo.bar:12"}

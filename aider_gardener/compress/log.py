@@ -367,7 +367,7 @@ class _Compressor:
                 got.append(f"{m.group(1)} {m.group(2)}")
             m = shared.TF_TOTALS.match(line) if ("Plan:" in line or "Apply c" in line) else None
             if m:
-                got.append(" ".join(m.group(1).split()))
+                got.append(shared.tf_total(m))
             if got:
                 found[i] = found.get(i, ()) + tuple(got)
         return found
