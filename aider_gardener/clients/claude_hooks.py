@@ -102,6 +102,13 @@ Speed
     475 ms and server CPU 200 / 250 ms, against 330 / 512 and 190 / 230 ms for the server that
     answered one request at a time itself.
 
+    Claude Code waits for each hook in turn, and ``claude -p`` runs three (SessionStart,
+    UserPromptSubmit, Stop) before it can exit: what a hook's client costs is mostly an
+    interpreter importing the package. So the client imports nothing of the library to hand its
+    event over, the server loads what handlers load before it forks any child, and storing the
+    conversation waits until the answer has gone (docs/benchmarks.md, "Claude Code hooks: cheap
+    start").
+
 Never break Claude Code
     Any internal error is one line in ``<store>/hooks.log`` and an empty answer; the exit code is
     0 unless blocking was meant (never, today). Input over ``MAX_STDIN`` bytes is drained and
@@ -120,22 +127,42 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
-import math
 import os
 import re
 import stat
 import sys
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from ..redact import redact
-from .transcript import open_regular
+# Nothing else at module level: the client that only hands its event to the warm server (the
+# common case) imports this module and no more (see "the warm server").
 
-log = logging.getLogger(__name__)
+
+class _Log:
+    """This module's logger, with ``logging`` imported on first use."""
+
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger(__name__), name)
+
+
+log = _Log()
+
+
+def redact(text: str) -> str:
+    from ..redact import redact as _redact
+
+    return _redact(text)
+
+
+def open_regular(path: Any, flags: int = 0) -> Any:
+    from .transcript import open_regular as _open_regular
+
+    return _open_regular(path, flags)
+
 
 EVENTS = (
     "PostToolUse",
@@ -190,6 +217,7 @@ RAG_SKIP_MAX = 40  # recall at most this many more candidates to make up for ski
 STATE_TOKENS = 800  # as Aider's --gardener-state-tokens default
 FILLER_MAX_CHARS = 80  # a one-line reply this short ("Let me check.") is not stored, as in Aider
 REPLY_IDS_KEPT = 16  # ids of the last replies stored, so none is stored twice
+LOCK_WAIT = 5.0  # seconds a hook waits for its session's state (``_Session``)
 _SLASH_COMMAND = re.compile(r"\A/[A-Za-z][\w:.-]*(?:\s|\Z)")
 VERSION_SCAN = 64 << 10
 _VERSION = re.compile(rb'"version":\s*"(\d+)\.(\d+)\.(\d+)')
@@ -480,6 +508,67 @@ def _save_state(path: Path, state: dict) -> None:
         os.replace(tmp, path)
     except OSError as err:
         log.warning("gardener: hook state not saved (%s)", err)
+
+
+class _Session:
+    """A session's hook state, loaded under the session's lock and kept locked until it is
+    saved, after the answer when that is where the work went (``_after_answer``): the next hook
+    of the session (a Stop that comes as soon as its prompt is answered) then reads the state
+    this one saved, never one it would overwrite. The lock is waited for ``LOCK_WAIT`` seconds
+    at most (then the state is used unlocked, as before there was one); a process that dies
+    holding it lets it go."""
+
+    def __init__(self, store_dir: Path, payload: dict) -> None:
+        self.path = _state_path(store_dir, payload)
+        self.lock = _lock_file(self.path.with_suffix(".lock"))
+        self.state = _load_state(self.path)
+
+    def save(self) -> None:
+        _save_state(self.path, self.state)
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.close()
+            self.lock = None
+
+
+def _lock_file(path: Path) -> Any:
+    import fcntl
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fh = open(path, "a")
+    except OSError:
+        return None
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fh
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                log.warning("gardener: %s held over %.0f s: state used unlocked", path, LOCK_WAIT)
+                fh.close()
+                return None
+            time.sleep(0.005)
+        except OSError:
+            fh.close()
+            return None
+
+
+# Work a handler leaves for after its answer: a list while the server answers (it sends the
+# answer, then does the work), None in a process of its own (done at once: Claude Code waits for
+# the process, and nothing may outlive it there).
+_deferred: list | None = None
+
+
+def _after_answer(job: Callable[[], None]) -> None:
+    """Do ``job`` after the answer has gone when the server answers (Claude Code waits for the
+    answer, not for this; the server's child outlives its client), else now."""
+    if _deferred is None:
+        job()
+    else:
+        _deferred.append(job)
 
 
 def _hook_output(event: str, **fields: Any) -> dict:
@@ -780,7 +869,6 @@ def _new_replies(payload: dict, state: dict, last: Any = None) -> list[str]:
     """The assistant's replies since the last one stored (``state``'s transcript offset moves
     on), and ``last`` (Stop's ``last_assistant_message``) when the transcript does not hold it
     yet; fillers and replies already stored are left out."""
-    from ..pipeline import entry_id
     from .transcript import replies_since
 
     path = payload.get("transcript_path")
@@ -792,10 +880,15 @@ def _new_replies(payload: dict, state: dict, last: Any = None) -> list[str]:
         texts = [r.text for r in replies]
     if isinstance(last, str) and last.strip() and last.strip() not in texts:
         texts.append(last.strip())
+    texts = [text for text in texts if not _is_filler(text)]
+    if not texts:
+        return []
+    from ..pipeline import entry_id
+
     seen = set(state.get("conv_ids") or [])
     out = []
     for text in texts:
-        if _is_filler(text) or entry_id(text) in seen:
+        if entry_id(text) in seen:
             continue
         seen.add(entry_id(text))
         out.append(text)
@@ -829,32 +922,36 @@ def user_prompt_submit(payload: dict) -> dict:
     """Usage warnings, session RAG for the prompt, and the conversation into the store: the
     replies written since the last stored one, then the prompt itself (after recall, so it is
     not its own hit). What recall added is said in one line to the user (``systemMessage``,
-    after a usage warning), and nothing when it added nothing."""
-    from ..pipeline import entry_id
-    from .prompt_recall import added_line
-    from .transcript import save_usage, usage_from_transcript
+    after a usage warning), and nothing when it added nothing.
+
+    The answer needs only the usage and recall; storing the conversation (and the usage, for
+    the MCP server) waits until it has gone (``_after_answer``), with the session's state held
+    until then. Replies read but not yet stored are in the context: recall skips them."""
+    from .transcript import usage_from_transcript
 
     store_dir = _store_dir(payload)
-    state_path = _state_path(store_dir, payload)
-    state = _load_state(state_path)
-    user_msg = model_note = added = None
-    usage = usage_from_transcript(payload.get("transcript_path"), payload.get("model"))
-    if usage is not None:
-        save_usage(store_dir, usage)
-        user_msg, model_note = _warning(usage, state)
-    context = [model_note] if model_note else []
-    prompt = str(payload.get("prompt") or "")
-    replies = _new_replies(payload, state)
-    keep = prompt.strip() if _storable_prompt(prompt) else None
-    ask = len(prompt.strip()) >= RAG_MIN_CHARS and (store_dir / "store.sqlite").exists()
-    if replies or keep or ask:
-        store = _open(payload)
-        try:
-            _store_turns(store, state, replies, None)
-            if ask:
+    session = _Session(store_dir, payload)
+    try:
+        state = session.state
+        user_msg = model_note = added = None
+        usage = usage_from_transcript(payload.get("transcript_path"), payload.get("model"))
+        if usage is not None:
+            user_msg, model_note = _warning(usage, state)
+        context = [model_note] if model_note else []
+        prompt = str(payload.get("prompt") or "")
+        replies = _new_replies(payload, state)
+        keep = prompt.strip() if _storable_prompt(prompt) else None
+        ask = len(prompt.strip()) >= RAG_MIN_CHARS and (store_dir / "store.sqlite").exists()
+        if ask:
+            from ..pipeline import entry_id
+            from .prompt_recall import added_line
+
+            store = _open(payload)
+            try:
                 since = float(state.get("compacted_at") or 0.0)
                 skip = _in_context(store, store.session_id, since)
                 skip |= set(state.get("recalled") or [])
+                skip |= {entry_id(text) for text in replies}
                 if keep:
                     skip.add(entry_id(keep))  # the same words asked before: nothing new
                 block, ids = _recall_block(store, prompt, skip, RAG_BUDGET)
@@ -862,10 +959,29 @@ def user_prompt_submit(payload: dict) -> dict:
                     context.append(block)
                     state["recalled"] = list(dict.fromkeys([*(state.get("recalled") or []), *ids]))
                     added = added_line(store, ids)  # what the user is told the model got
-            _store_turns(store, state, [], keep)
+            finally:
+                store.close()
+    except BaseException:
+        session.release()
+        raise
+
+    def store_conversation() -> None:
+        try:
+            if usage is not None:
+                from .transcript import save_usage
+
+                save_usage(store_dir, usage)
+            if replies or keep:
+                store = _open(payload)
+                try:
+                    _store_turns(store, state, replies, keep)
+                finally:
+                    store.close()
+            session.save()
         finally:
-            store.close()
-    _save_state(state_path, state)
+            session.release()
+
+    _after_answer(store_conversation)
     out = _hook_output("UserPromptSubmit", additionalContext="\n\n".join(context) or None)
     shown = "\n".join(x for x in (user_msg, added) if x)
     if shown:
@@ -880,18 +996,25 @@ def stop(payload: dict) -> dict:
     """The turn's replies into the store, its final one included: Claude Code 2.1.47+ passes
     it as ``last_assistant_message`` (the transcript may not hold it yet when Stop runs); an
     older one's is read from the transcript, here or at the next prompt. Never blocks the stop:
-    the answer is always empty."""
-    store_dir = _store_dir(payload)
-    state_path = _state_path(store_dir, payload)
-    state = _load_state(state_path)
-    replies = _new_replies(payload, state, payload.get("last_assistant_message"))
-    if replies:
-        store = _open(payload)
+    the answer is always empty, so the work waits until that has gone (``_after_answer``), the
+    session's state held from here (whoever takes it next finds the replies stored)."""
+    session = _Session(_store_dir(payload), payload)
+
+    def store_replies() -> None:
         try:
-            _store_turns(store, state, replies, None)
+            state = session.state
+            replies = _new_replies(payload, state, payload.get("last_assistant_message"))
+            if replies:
+                store = _open(payload)
+                try:
+                    _store_turns(store, state, replies, None)
+                finally:
+                    store.close()
+            session.save()
         finally:
-            store.close()
-    _save_state(state_path, state)
+            session.release()
+
+    _after_answer(store_replies)
     return {}
 
 
@@ -1040,13 +1163,7 @@ def _state_block(book: Any) -> str:
 
 def pre_compact(payload: dict) -> dict:
     """Write a verified checkpoint and return ``{"text": instructions}`` for the compaction."""
-    from ..continuity.checkpoint import (
-        carried_facts,
-        load_latest,
-        read_checkpoint,
-        render_checkpoint,
-        write_checkpoint,
-    )
+    from ..continuity.checkpoint import carried_facts, load_latest
     from ..continuity.tracker import FactTracker
     from .project import client_session_id, project_dir
 
@@ -1056,18 +1173,30 @@ def pre_compact(payload: dict) -> dict:
     sid = client_session_id(CLIENT, payload.get("session_id")) or "claude-unknown"
     latest = load_latest(folder, warn=log.warning, project=str(root)) if folder.is_dir() else None
     tracker = FactTracker(carried_facts(latest.facts)) if latest and latest.session != sid else None
-    state_path = _state_path(store_dir, payload)
-    state = _load_state(state_path)
-    store = _open(payload)
+    session = _Session(store_dir, payload)
     try:
-        # replies written before the compaction are stored before it: recall may then offer
-        # them (the summary holds them no more); stored after, they would count as in context
-        _store_turns(store, state, _new_replies(payload, state), None)
-        tracker = facts_from_transcript(payload.get("transcript_path"), root, tracker, store.get)
-        book = tracker.book
-        _save_facts(store, book)
+        state = session.state
+        store = _open(payload)
+        try:
+            # replies written before the compaction are stored before it: recall may then offer
+            # them (the summary holds them no more); stored after, they would count as in context
+            _store_turns(store, state, _new_replies(payload, state), None)
+            tracker = facts_from_transcript(
+                payload.get("transcript_path"), root, tracker, store.get
+            )
+            book = tracker.book
+            _save_facts(store, book)
+        finally:
+            store.close()
+        return _compacted(payload, session, book, folder, root, sid)
     finally:
-        store.close()
+        session.release()
+
+
+def _compacted(payload: dict, session: Any, book: Any, folder: Path, root: Path, sid: str) -> dict:
+    """PreCompact's checkpoint, written and verified, and its answer."""
+    from ..continuity.checkpoint import read_checkpoint, render_checkpoint, write_checkpoint
+
     trigger = "manual" if payload.get("trigger") == "manual" else "pressure"
     text = render_checkpoint(
         book,
@@ -1080,8 +1209,8 @@ def pre_compact(payload: dict) -> dict:
     checkpoint = read_checkpoint(path)  # verified: written, read back, and parsed again
     if not checkpoint.verified:
         raise RuntimeError(f"checkpoint {path} reads back unverified")
-    state.update(compacted_at=time.time(), recalled=[], checkpoint=str(path))
-    _save_state(state_path, state)
+    session.state.update(compacted_at=time.time(), recalled=[], checkpoint=str(path))
+    session.save()
     block = _state_block(checkpoint.facts)
     lines = [
         "Keep the following session state, kept by aider-gardener, verbatim in the summary:",
@@ -1216,24 +1345,26 @@ def session_start(payload: dict) -> dict:
     """The state block as additional context: after a compaction or on resume, the latest
     checkpoint's; on startup, the open facts the sessions before left (``carried_facts``), read
     up to the end of those sessions (``_caught_up``)."""
-    from ..continuity.checkpoint import carried_facts, load_latest
-    from .project import client_session_id, project_dir
-
     source = str(payload.get("source") or "startup")
     store_dir = _store_dir(payload)
     folder = _checkpoint_dir(store_dir)
     if not folder.is_dir():
-        return {}
+        return {}  # no checkpoint yet: nothing to give, nothing more to load
+    from ..continuity.checkpoint import carried_facts, load_latest
+    from .project import client_session_id, project_dir
+
     root = project_dir(payload.get("cwd") or None)
     latest = load_latest(folder, warn=log.warning, project=str(root))
     if latest is None:
         return {}
     sid = client_session_id(CLIENT, payload.get("session_id"))
     if source == "compact":
-        state_path = _state_path(store_dir, payload)
-        state = _load_state(state_path)
-        state.update(compacted_at=time.time(), recalled=[])
-        _save_state(state_path, state)
+        session = _Session(store_dir, payload)
+        try:
+            session.state.update(compacted_at=time.time(), recalled=[])
+            session.save()
+        finally:
+            session.release()
     if source in ("compact", "resume") or latest.session == sid:
         book, what = latest.facts, "restored from the checkpoint written"
     else:
@@ -1355,18 +1486,19 @@ def _user_log_dir() -> Path:
     return Path(base) / "aider-gardener"
 
 
-class _LogHandler(logging.Handler):
-    """The store's and continuity's warnings go to hooks.log, not to Claude Code's stderr."""
+def _log_handler(where: list) -> Any:
+    """A logging handler that sends the store's and continuity's warnings to hooks.log, not to
+    Claude Code's stderr (``where``: [store folder, event], filled in as they are known)."""
+    import logging
 
-    def __init__(self, where: list) -> None:
-        super().__init__(logging.WARNING)
-        self.where = where
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                _log_line(where[0], where[1], record.getMessage())
+            except Exception:  # noqa: BLE001
+                pass
 
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            _log_line(self.where[0], self.where[1], record.getMessage())
-        except Exception:  # noqa: BLE001
-            pass
+    return Handler(logging.WARNING)
 
 
 def _read_stdin(limit: int = MAX_STDIN) -> tuple[bytes, int]:
@@ -1387,14 +1519,51 @@ def _read_stdin(limit: int = MAX_STDIN) -> tuple[bytes, int]:
     return data, total
 
 
-def answer(event: str, raw: bytes) -> str:
+def answer(event: str, raw: bytes, send: Callable[[str], None] | None = None) -> str:
     """What to print for one hook's stdin bytes: parsing, the handler, and the log line for
-    anything that goes wrong (never raises). Shared by the one-shot process and the server."""
+    anything that goes wrong (never raises). Shared by the one-shot process and the server.
+
+    ``send`` (the server's): called with the answer as soon as it is known; the work handlers
+    leave for after it (``_after_answer``) is then done here, after Claude Code has its answer."""
+    import logging
+
+    global _deferred
     where: list = [None, event]
-    handler = _LogHandler(where)
+    handler = _log_handler(where)
     root_log = logging.getLogger("aider_gardener")
     root_log.addHandler(handler)
     root_log.propagate = False
+    jobs: list[Callable[[], None]] = []
+    _deferred = jobs if send is not None else None
+    try:
+        try:
+            out = _answer(event, raw, where)
+        finally:
+            _deferred = None
+        if send is not None:
+            try:
+                send(out)
+            except Exception as err:  # noqa: BLE001 - the client is gone: the work is still due
+                _log_line(where[0], where[1], f"answer not sent ({type(err).__name__}: {err})")
+            for job in jobs:
+                try:
+                    job()
+                except Exception as err:  # noqa: BLE001 - never break Claude Code
+                    _log_line(where[0], where[1], f"after the answer: {_failure(err)}")
+        return out
+    finally:
+        root_log.removeHandler(handler)
+
+
+def _failure(err: BaseException) -> str:
+    import traceback
+
+    tb = traceback.extract_tb(err.__traceback__)
+    at = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+    return f"internal error {type(err).__name__}: {err}{at}"
+
+
+def _answer(event: str, raw: bytes, where: list) -> str:
     try:
         text = raw.decode("utf-8", "surrogateescape").strip()
         if not text:
@@ -1419,12 +1588,8 @@ def answer(event: str, raw: bytes) -> str:
             return ""
         return render(event, handle(event, payload))
     except Exception as err:  # noqa: BLE001 - never break Claude Code
-        tb = traceback.extract_tb(err.__traceback__)
-        at = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
-        _log_line(where[0], event, f"internal error {type(err).__name__}: {err}{at}")
+        _log_line(where[0], event, _failure(err))
         return ""
-    finally:
-        root_log.removeHandler(handler)
 
 
 # --- the warm server ---
@@ -1440,10 +1605,18 @@ def answer(event: str, raw: bytes) -> str:
 # (every ``GARDENER_HOOKD_CHECK`` seconds, 30) once its socket is removed or taken.
 # ``GARDENER_HOOKD=0`` turns it off (every event in its own process).
 #
+# What a child would otherwise load for itself on every request, the server loads once before
+# it forks any (``_warm_up``: one answer of each event for a scratch project): a child forked
+# from a server that had only warmed up the pipeline still spent 80-300 ms importing the store,
+# continuity and the chunker's tokenizer, per request. It listens before it warms up, so a hook
+# that comes meanwhile waits for it instead of answering in process beside it on the same cores.
+# A child sends its answer as soon as it has it and then does what the answer did not need
+# (``_after_answer``: storing the conversation), so Claude Code waits for the answer only.
+#
 # Nothing one request does can wedge it: the server only accepts and forks; a child's reads
-# have a deadline, and the kernel ends a child that is still running when its client stopped
-# waiting (``SIGALRM``); the client waits ``reply_wait(event)``, a third of its hook's timeout
-# in hooks.json, then answers in process with the two thirds left.
+# have a deadline, and the kernel ends a child still running when its client stopped waiting, or
+# as long again after its answer (``SIGALRM``); the client waits ``reply_wait(event)``, a third
+# of its hook's timeout in hooks.json, then answers in process with the two thirds left.
 SERVER_ENV = "GARDENER_HOOKD"
 SERVER_DIR_ENV = "GARDENER_HOOKD_DIR"
 SERVER_IDLE = 900.0
@@ -1452,13 +1625,13 @@ SERVER_CHECK_ENV = "GARDENER_HOOKD_CHECK"  # that interval, in seconds (tests sh
 CONNECT_TIMEOUT = 0.5
 SPAWN_BACKOFF = 30.0
 REQUEST_TIMEOUT = 5.0  # for a whole request to arrive (a client sends it at once)
+WARM_UP_LIMIT = 60  # seconds; a server whose warm-up step takes longer exits
 HOOKS_JSON = Path(__file__).resolve().parent / "claude_plugin" / "hooks" / "hooks.json"
 HOOK_TIMEOUT = 30.0  # seconds, should hooks.json not say
 WAIT_SHARE = 1 / 3  # of its hook's timeout, what a client waits for the server
 MAX_REQUESTS = 16  # children at once; past that a client answers in process
 ENV_PREFIXES = ("GARDENER_", "AIDER_GARDENER_", "CLAUDE_", "XDG_")
 ENV_NAMES = ("HOME",)
-_CODE_FILES = ("clients/claude_hooks.py", "pipeline.py", "store/db.py", "clients/project.py")
 
 
 def _server_enabled() -> bool:
@@ -1476,12 +1649,7 @@ def server_path() -> Path | None:
         else os.path.join("/tmp", f"aider-gardener-{os.getuid()}")
     )
     package = Path(__file__).resolve().parents[1]
-    stamp = [sys.executable, str(package)]
-    for name in _CODE_FILES:
-        try:
-            stamp.append(str((package / name).stat().st_mtime_ns))
-        except OSError:
-            stamp.append("-")
+    stamp = [sys.executable, str(package), str(_newest_code(str(package)))]
     key = hashlib.blake2b("\0".join(stamp).encode(), digest_size=6).hexdigest()
     try:
         os.makedirs(base, mode=0o700, exist_ok=True)
@@ -1492,6 +1660,23 @@ def server_path() -> Path | None:
         return None
     path = Path(base) / f"hookd-{key}.sock"
     return path if len(str(path)) < 100 else None  # AF_UNIX paths are short
+
+
+def _newest_code(top: str) -> int:
+    """The newest modification time of the package's modules (~0.5 ms): the server holds every
+    module its children use (``_warm_up``), so any changed one calls for a new server."""
+    newest, folders = 0, [top]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".py"):
+                        newest = max(newest, entry.stat(follow_symlinks=False).st_mtime_ns)
+                    elif entry.name[0] not in "._" and entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+        except OSError:
+            continue
+    return newest
 
 
 def _client_env() -> dict:
@@ -1594,6 +1779,7 @@ def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> 
     here only accepts, so no request waits on another, and each has its own environment and
     working directory. SQLite serializes the children's writes."""
     import fcntl
+    import signal
     import socket
 
     from .. import preload
@@ -1607,9 +1793,6 @@ def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> 
         return 0  # another server holds this socket
     preload._done = True  # no threads race to import the numeric stack here (see ``_open``)
     _exit_cleanly_on_signals()
-    from ..pipeline import compress
-
-    compress("warm up: tiktoken tables and the classifiers' patterns load once, here\n")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     inode = None
     try:
@@ -1626,14 +1809,24 @@ def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> 
         inode = path.stat().st_ino
         Path(f"{path}.pid").write_text(str(os.getpid()))
         os.chdir("/")  # hold no project folder (a test's temp folder, a removed worktree)
+        warming: Any = _warm_up_steps()  # between requests, until it is done
         running: set[int] = set()
         last = time.monotonic()
         while True:
             _reap(running)
-            sock.settimeout(0.1 if running else min(idle, check))  # reap children soon
+            if warming is not None:
+                sock.settimeout(0.0)
+            else:
+                sock.settimeout(0.1 if running else min(idle, check))  # reap children soon
             try:
                 conn, _ = sock.accept()
-            except socket.timeout:
+            except (socket.timeout, BlockingIOError):
+                if warming is not None:
+                    signal.alarm(WARM_UP_LIMIT)  # a step that hangs ends the server
+                    if next(warming, None) is None:
+                        warming = None
+                    signal.alarm(0)
+                    continue
                 if time.monotonic() - last >= idle:
                     return 0
                 try:
@@ -1661,9 +1854,128 @@ def serve(path: Path, idle: float = SERVER_IDLE, check: float | None = None) -> 
         lock.close()
 
 
+def _warm_up() -> None:
+    """All of ``_warm_up_steps`` at once."""
+    for _ in _warm_up_steps():
+        pass
+
+
+def _warm_up_steps() -> Any:
+    """Answer one request of each event, in process, for a scratch project in a temp folder
+    (removed after; the caller's environment put back around each): every module and table a
+    handler loads on first use is then this process's, and each child forked from it starts
+    with them. Yields after each request (``True``; ``None`` once done), so that the server
+    answers the hooks of the session that started it in between: one that comes during the
+    warm-up waits for a step, not for all of it. A warm-up that fails leaves the server as it
+    was: its children load what they need."""
+    import shutil
+    import tempfile
+
+    scratch = None
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="gardener-warm-up-"))
+        for event, payload in _warm_up_requests(scratch):
+            saved = dict(os.environ)
+            try:
+                for key in ("AIDER_GARDENER_STORE", "CLAUDE_PROJECT_DIR", "CLAUDE_CONFIG_DIR"):
+                    os.environ.pop(key, None)
+                home, state = str(scratch / "home"), str(scratch / "state")
+                os.environ.update(HOME=home, XDG_STATE_HOME=state)
+                answer(event, json.dumps(payload).encode())
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+            yield True
+    except Exception as err:  # noqa: BLE001 - a server that is not warm still answers
+        _log_line(_user_log_dir(), "server", f"warm-up failed ({type(err).__name__}: {err})")
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _warm_up_requests(scratch: Path) -> list[tuple[str, dict]]:
+    """One request of each event as Claude Code sends them, for a project in ``scratch``: a
+    build log big enough to be replaced (and as a failure, and as a Read of a log), a reply, a
+    compaction and the start after it, and a later session that starts with the error carried
+    over and recalls the log."""
+    project = scratch / "project"
+    (project / ".git").mkdir(parents=True)  # a repository's root, as far as the store looks
+    sid = "0warm-up"
+    transcript = scratch / "home" / ".claude" / "projects" / "-project" / f"{sid}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    reply = "The build fails: src/parser.c uses tokn_kind, which is undeclared; fixing it next."
+    build = "".join(f"[{i}/400] Building CXX object src/CMakeFiles/m{i}.o\n" for i in range(400))
+    build += "src/parser.c:412:9: error: 'tokn_kind' undeclared (first use in this function)\n"
+    use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True}
+    records = [
+        {"type": "user", "message": {"role": "user", "content": "build the project"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [use]}},
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{**result, "content": f"Exit code 2\n{build}"}],
+            },
+            "toolUseResult": f"Error: Exit code 2\n{build}",
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": reply}],
+                "usage": {"input_tokens": 1200, "cache_read_input_tokens": 30000},
+            },
+        },
+    ]
+    lines = (json.dumps({**r, "cwd": str(project), "version": "2.1.332"}) for r in records)
+    transcript.write_text("".join(f"{line}\n" for line in lines))
+    base = {"session_id": sid, "transcript_path": str(transcript), "cwd": str(project)}
+    later = dict(base, session_id="1warm-up", transcript_path=None)  # the next session
+    log = str(project / "build.log")
+    return [
+        ("SessionStart", dict(base, source="startup")),
+        ("UserPromptSubmit", dict(base, prompt="build the project")),
+        (
+            "PostToolUse",
+            dict(
+                base,
+                tool_name="Bash",
+                tool_input={"command": "make"},
+                tool_response={"stdout": build, "stderr": "", "interrupted": False},
+            ),
+        ),
+        (
+            "PostToolUseFailure",
+            dict(
+                base,
+                tool_name="Bash",
+                tool_input={"command": "make"},
+                error=f"Exit code 2\n{build}",
+            ),
+        ),
+        (
+            "PostToolUse",
+            dict(
+                base,
+                tool_name="Read",
+                tool_input={"file_path": log},
+                tool_response={"type": "text", "file": {"filePath": log, "content": build}},
+            ),
+        ),
+        ("Stop", dict(base, last_assistant_message=reply)),
+        ("PreCompact", dict(base, trigger="auto")),
+        ("SessionStart", dict(base, source="compact")),
+        ("SessionStart", dict(later, source="startup")),
+        ("UserPromptSubmit", dict(later, prompt="why is tokn_kind undeclared in the build?")),
+    ]
+
+
 def _reap(running: set[int]) -> None:
     """Collect the children that have ended; one the alarm ended is logged (its client had
-    stopped waiting and answered in process)."""
+    stopped waiting and answered in process, or its work after the answer was stuck)."""
     import signal
 
     for pid in list(running):
@@ -1675,18 +1987,19 @@ def _reap(running: set[int]) -> None:
             continue
         running.discard(pid)
         if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM:
-            _log_line(_user_log_dir(), "server", "a request outlived its client's wait: ended")
+            _log_line(_user_log_dir(), "server", "a request ran out of time (SIGALRM): ended")
 
 
 def _exit_cleanly_on_signals() -> None:
-    """SIGTERM/SIGHUP (a logout, ``kill``, a test's teardown) end ``serve`` through its
-    ``finally``, so the socket and pid files go with the process instead of piling up."""
+    """SIGTERM/SIGHUP (a logout, ``kill``, a test's teardown) and SIGALRM (a warm-up past
+    ``WARM_UP_LIMIT``) end ``serve`` through its ``finally``, so the socket and pid files go
+    with the process instead of piling up."""
     import signal
 
     def stop(signum: int, frame: Any) -> None:
         raise SystemExit(0)
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
         try:
             signal.signal(sig, stop)
         except (ValueError, OSError):  # not the main thread (in-process tests)
@@ -1750,9 +2063,12 @@ def _serve_child(conn: Any, listener: Any, lock: Any) -> None:
 
 def _serve_one(conn: Any) -> None:
     """Read the request within ``REQUEST_TIMEOUT``, take on the caller's working directory and
-    environment, and answer it. The kernel ends the process (``SIGALRM``) once the client has
-    stopped waiting, whatever the handler is stuck in."""
+    environment, and answer it, then do what the answer left for after it. The kernel ends the
+    process (``SIGALRM``) once the client has stopped waiting, or once the work after the answer
+    has taken as long again, whatever the handler is stuck in."""
+    import math
     import signal
+    import socket
 
     try:
         data = _read_to_end(conn, 1 << 20, time.monotonic() + REQUEST_TIMEOUT)
@@ -1768,8 +2084,16 @@ def _serve_one(conn: Any) -> None:
             os.chdir(meta.get("cwd") or "/")
         except OSError:
             pass
-        out = answer(event, raw)
-        conn.sendall(b"ok\n" + out.encode("utf-8", "surrogateescape"))
+
+        def send(out: str) -> None:
+            try:
+                conn.sendall(b"ok\n" + out.encode("utf-8", "surrogateescape"))
+                conn.shutdown(socket.SHUT_RDWR)  # the client has all of it: it prints and exits
+            finally:
+                conn.close()
+                signal.alarm(math.ceil(reply_wait(event)))
+
+        answer(event, raw, send=send)
     except Exception as err:  # noqa: BLE001 - logged; the client answers in process
         _log_line(_user_log_dir(), "server", f"request failed ({type(err).__name__}: {err})")
 

@@ -142,6 +142,23 @@ def log_lines(root: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def settled(root: Path, session: str, timeout: float = 60.0) -> None:
+    """Wait for the work the warm server does after a hook's answer (storing the conversation):
+    it holds the session's lock from before the answer until that work is done."""
+    import fcntl
+
+    lock = root / ".aider.gardener" / "claude" / f"claude-{session}.lock"
+    deadline = time.monotonic() + timeout
+    with open(lock, "a") as fh:
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                assert time.monotonic() < deadline, f"{lock} still held after {timeout} s"
+                time.sleep(0.02)
+
+
 def valid_hook_json(out: str, event: str) -> dict:
     if not out.strip():
         return {}
@@ -1077,6 +1094,7 @@ def test_real_session_replayed_through_the_script_recalls_an_earlier_decision(re
             fh.write(line)
     if last is not None:
         assert run_hook("Stop", dict(base, last_assistant_message=last), repo)[0] == 0
+    settled(repo, "replay")  # the server stores the last replies after Stop's answer
     assert len(prompts) >= 20 and len(replies) >= 50
     stored = {(cls, text) for _, cls, text, _ in _conversation(repo)}
     assert {("prompt", p) for p in prompts} <= stored
@@ -1715,3 +1733,222 @@ def test_read_kind_tells_files_nobody_edits_from_source(path, text, kind):
     assert claude_read.read_kind(path, text) == kind
     if path.endswith("out.txt"):
         assert claude_read.read_kind(path, text, "log") == "log"
+
+
+# --- what a hook loads, and when its work is done (issue 22, point 4: a cheap start) ---
+
+# What answering needs and the client handing its event to the warm server does not.
+LIBRARY = (
+    "aider_gardener.redact",
+    "aider_gardener.clients.transcript",
+    "aider_gardener.clients.project",
+    "aider_gardener.store.db",
+    "aider_gardener.pipeline",
+    "aider_gardener.continuity.checkpoint",
+    "tiktoken",
+    "sqlite3",
+    "logging",
+)
+
+
+def hook_modules(event: str, payload: dict, cwd: Path) -> tuple[str, set[str]]:
+    """One hook as the console script runs it, in a fresh interpreter: its answer, and every
+    module it had loaded by the end."""
+    code = (
+        "import sys\nfrom aider_gardener.clients import claude_hooks\n"
+        "claude_hooks.main([sys.argv[1]])\nsys.stderr.write(' '.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, event],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        cwd=cwd,
+        timeout=120,
+        env=os.environ,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return proc.stdout.decode(), set(proc.stderr.decode().split())
+
+
+@pytest.fixture
+def warm_server(server_dir):
+    """The warm server at the socket the hooks look for, ready: a request was answered."""
+    sock = claude_hooks.server_path()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aider_gardener.clients.claude_hooks", "--serve", str(sock)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        ping = json.dumps({"cwd": str(server_dir), "source": "startup"}).encode()
+        while not sock.exists() or claude_hooks._ask_server(sock, "SessionStart", ping) is None:
+            assert time.monotonic() < deadline and proc.poll() is None, "no hook server"
+            time.sleep(0.1)
+        yield sock
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_through_the_warm_server_a_hooks_client_loads_none_of_the_library(
+    repo, tmp_path, warm_server
+):
+    """The client only hands its event to the server and prints the answer: none of what
+    answering loads (the store, the pipeline, continuity, redaction, tiktoken, logging) is
+    imported in it, so each hook of a ``claude -p`` costs an interpreter and a round trip.
+    The server stores the conversation after the answer: it is there once the client exited."""
+    t = tmp_path / "session.jsonl"
+    _append(t, {"type": "user", "message": {"role": "user", "content": DECISION}})
+    base = {"session_id": "lean", "cwd": str(repo), "transcript_path": str(t)}
+    out, loaded = hook_modules("SessionStart", dict(base, source="startup"), repo)
+    assert out == "" and not loaded & set(LIBRARY), sorted(loaded & set(LIBRARY))
+    out, loaded = hook_modules("UserPromptSubmit", dict(base, prompt=DECISION), repo)
+    assert out == "" and not loaded & set(LIBRARY), sorted(loaded & set(LIBRARY))
+    _append(t, _text_record(REPLY_1, "m1", "u1"))
+    out, loaded = hook_modules("Stop", dict(base, last_assistant_message=REPLY_1), repo)
+    assert out == "" and not loaded & set(LIBRARY), sorted(loaded & set(LIBRARY))
+    settled(repo, "lean")
+    assert [(r[1], r[2]) for r in _conversation(repo)] == [("prompt", DECISION), ("prose", REPLY_1)]
+    assert log_lines(repo) == []
+
+
+def test_with_nothing_to_do_a_hook_in_process_loads_no_store(repo, tmp_path, monkeypatch):
+    """Without the server (``GARDENER_HOOKD=0``, or before it is up): a start with no
+    checkpoint and a stop with nothing new to store answer without loading continuity, the
+    pipeline or tiktoken, and make no store."""
+    monkeypatch.setenv(claude_hooks.SERVER_ENV, "0")
+    t = tmp_path / "session.jsonl"
+    _append(t, {"type": "user", "message": {"role": "user", "content": "hi"}})
+    _append(t, _text_record("Hello.", "m1", "u1"))  # a filler: not stored
+    base = {"session_id": "idle", "cwd": str(repo), "transcript_path": str(t)}
+    heavy = {"aider_gardener.continuity.checkpoint", "aider_gardener.pipeline", "tiktoken"}
+    for event, extra in (
+        ("SessionStart", {"source": "startup"}),
+        ("Stop", {"last_assistant_message": "Hello."}),
+    ):
+        out, loaded = hook_modules(event, dict(base, **extra), repo)
+        assert out == "" and not loaded & heavy, (event, sorted(loaded & heavy))
+    assert not (repo / ".aider.gardener" / "store.sqlite").exists()
+    assert log_lines(repo) == []
+
+
+def _texts(root: Path) -> list[str]:
+    db = root / ".aider.gardener" / "store.sqlite"
+    return [r[2] for r in _conversation(root)] if db.exists() else []
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop"])
+def test_the_conversation_is_stored_after_the_answer_even_with_the_client_gone(
+    repo, tmp_path, event
+):
+    """As the server answers (``answer(..., send=...)``): the answer goes out before the
+    prompt and replies are stored, and they are stored even when it cannot be delivered."""
+    t = tmp_path / "session.jsonl"
+    _append(t, {"type": "user", "message": {"role": "user", "content": "x"}})
+    _append(t, _text_record(REPLY_1, "m1", "u1"))
+    base = {"session_id": f"after-{event}", "cwd": str(repo), "transcript_path": str(t)}
+    payload = dict(base, prompt=DECISION, last_assistant_message=REPLY_1)
+    sent: list[tuple[str, list[str]]] = []
+
+    def send(out: str) -> None:
+        sent.append((out, _texts(repo)))
+        raise BrokenPipeError("the client is gone")
+
+    out = claude_hooks.answer(event, json.dumps(payload).encode(), send=send)
+    assert sent == [(out, [])]  # answered with nothing stored yet
+    expected = [REPLY_1, DECISION] if event == "UserPromptSubmit" else [REPLY_1]
+    assert _texts(repo) == expected
+    assert claude_hooks._deferred is None  # nothing left over for the next in-process answer
+    (line,) = log_lines(repo)
+    assert "answer not sent (BrokenPipeError" in line
+
+
+def test_the_server_warm_up_loads_what_handlers_need_and_touches_nothing_of_the_users(tmp_path):
+    """``_warm_up`` in a fresh interpreter: afterwards the modules every handler loads on first
+    use are loaded, no thread but the main one runs (children are forked from it), the
+    environment is as it was, and neither the user's store nor any file of the warm-up is
+    left."""
+    code = (
+        "import json, os, sys, threading\nfrom aider_gardener.clients import claude_hooks\n"
+        "before = dict(os.environ)\nclaude_hooks._warm_up()\n"
+        "print(json.dumps({'modules': sorted(sys.modules), 'threads': threading.active_count(),"
+        " 'env': dict(os.environ) == before}))\n"
+    )
+    scratch, store = tmp_path / "tmp", tmp_path / "user-store"
+    scratch.mkdir()
+    env = dict(
+        os.environ,
+        TMPDIR=str(scratch),
+        AIDER_GARDENER_STORE=str(store),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = json.loads(proc.stdout)
+    wanted = {
+        "aider_gardener.continuity.checkpoint",
+        "aider_gardener.continuity.tracker",
+        "aider_gardener.store.db",
+        "aider_gardener.store.chunking",
+        "aider_gardener.pipeline",
+        "aider_gardener.redact",
+        "aider_gardener.clients.fit",
+        "aider_gardener.clients.claude_read",
+        "aider_gardener.clients.prompt_recall",
+        "aider_gardener.clients.transcript",
+        "tiktoken",
+        "tokenizers",
+    }
+    assert wanted <= set(found["modules"]), sorted(wanted - set(found["modules"]))
+    assert found["threads"] == 1 and found["env"]
+    assert not store.exists() and list(scratch.iterdir()) == []
+    assert not (tmp_path / "state").exists()  # nothing logged: the warm-up did not fail
+
+
+def test_the_warm_up_requests_take_each_handlers_real_path(tmp_path, monkeypatch):
+    """What ``_warm_up`` answers: each request gets the answer a real one would (an output
+    replaced, a failure summarised, a recall, a checkpoint, the state back after it), with no
+    error logged: the warm-up loads what a real request loads."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("AIDER_GARDENER_STORE", raising=False)
+    answers = [
+        (event, claude_hooks.answer(event, json.dumps(payload).encode()))
+        for event, payload in claude_hooks._warm_up_requests(tmp_path)
+    ]
+    events = [event for event, _ in answers]
+    assert set(events) == set(claude_hooks.EVENTS)
+
+    def context(i: int) -> str:
+        return json.loads(answers[i][1])["hookSpecificOutput"]["additionalContext"]
+
+    replaced = json.loads(answers[2][1])["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
+    assert replaced.startswith("[full output stored: id=") and "tokn_kind" in replaced
+    assert "tokn_kind" in context(3)  # the failure's summary
+    assert "updatedToolOutput" in json.loads(answers[4][1])["hookSpecificOutput"]  # a log Read
+    assert answers[6][1].startswith("Keep the following session state")
+    assert "tokn_kind" in context(7) and "tokn_kind" in context(8)  # after it, the next start
+    assert "--- id=" in context(9) and "tokn_kind" in context(9)  # recalled
+    assert log_lines(tmp_path / "project") == []
+
+
+def test_the_servers_name_changes_with_any_module_of_the_package(tmp_path):
+    """The server holds every module its children run: a change to any of them (not only to
+    the few it used to stamp) must reach the next hook through a new server."""
+    (tmp_path / "store").mkdir()
+    (tmp_path / "__pycache__").mkdir()
+    for name in ("__init__.py", "store/db.py", "__pycache__/x.pyc"):
+        (tmp_path / name).write_text("")
+        os.utime(tmp_path / name, ns=(10**18, 10**18))
+    first = claude_hooks._newest_code(str(tmp_path))
+    os.utime(tmp_path / "__pycache__" / "x.pyc", ns=(2 * 10**18, 2 * 10**18))
+    assert claude_hooks._newest_code(str(tmp_path)) == first
+    os.utime(tmp_path / "store" / "db.py", ns=(2 * 10**18, 2 * 10**18))
+    assert claude_hooks._newest_code(str(tmp_path)) == 2 * 10**18 != first
