@@ -1,6 +1,6 @@
 """What ``gardener-mcp`` costs a client at start (issue 22, point 4), variants side by side.
 
-``python -m bench.mcp_start [--runs N] [--baseline DIR] [--claude] [--codex]``
+``python -m bench.mcp_start [--runs N] [--baseline DIR] [--claude] [--hooks-only] [--codex]``
 
 Server (every run spawns the real server in a git repository holding one stored output, and
 speaks to it as Claude Code 2.1.332 does: ``server/discover``, then ``initialize``,
@@ -14,9 +14,15 @@ speaks to it as Claude Code 2.1.332 does: ``server/discover``, then ``initialize
 scripted Messages API (``tests/clients/fake_anthropic.py``), without the plugin and with it
 (the shipped plugin folder; its hook and MCP commands are this venv's console scripts, or the
 baseline's through wrappers that set ``PYTHONPATH``): seconds from spawn to exit, and to the
-first API request. ``--codex``: the same with ``codex exec`` (``.venv/codex``) against
-``tests/clients/fake_openai_responses.py``, without the server and with it, configured as the
-README says.
+first API request, and each hook's time as the CLI logs it (``--debug-file``: "Hooks: EVENT
+[command] ... finished ... (N ms)"; Claude Code waits for each in turn). Beside the plugin as
+shipped: its MCP server alone, its hooks alone (with their server warm from the run before, and
+cold: stopped before each run, as for the first run of a day), and two floors: an MCP server
+answering at once, and hooks that only read their input (``cat``), what any hook costs.
+``--hooks-only``: only ``without``, the hooks alone and their floor. Processes run with compiled
+modules (``PYTHONPYCACHEPREFIX``), as an installed package's do. ``--codex``: the same with
+``codex exec`` (``.venv/codex``) against ``tests/clients/fake_openai_responses.py``, without
+the server and with it, configured as the README says.
 
 ``--baseline DIR``: another checkout (``git worktree add /tmp/base HEAD~3``) run with the same
 interpreter and ``PYTHONPATH=DIR``. Runs alternate between variants, so load on the machine
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -111,6 +118,11 @@ def _base_env(home: Path, cache: Path | None) -> dict[str, str]:
     }
     env.update(offline.env(), HOME=str(home))
     env.pop("PYTHONPATH", None)
+    # Compiled modules, as an installed package has them: with PYTHONDONTWRITEBYTECODE (set in
+    # some dev shells) every hook recompiled claude_hooks.py, ~30 ms a process. Written aside,
+    # not into the checkouts.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(home / "pycache")
     if cache is not None:
         env["GARDENER_MODEL_CACHE"] = str(cache)
     return env
@@ -163,6 +175,37 @@ def instant_plugin(tmp: Path) -> Path:
         server = {"command": sys.executable, "args": [str(tmp / "instant_server.py")]}
         (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"gardener": server}}))
     return folder
+
+
+def instant_hooks_plugin(tmp: Path) -> Path:
+    """The plugin with its hooks but no MCP server, each hook a ``cat`` that reads its input and
+    answers nothing: what Claude Code itself spends on a plugin's hooks."""
+    folder = tmp / "plugin-instant-hooks"
+    if not folder.exists():
+        shutil.copytree(PLUGIN, folder, ignore=shutil.ignore_patterns(".mcp.json"))
+        spec = json.loads((folder / "hooks" / "hooks.json").read_text())
+        for groups in spec["hooks"].values():
+            for hook in (h for group in groups for h in group["hooks"]):
+                hook["command"] = "cat >/dev/null"
+        (folder / "hooks" / "hooks.json").write_text(json.dumps(spec))
+    return folder
+
+
+# Claude Code 2.1.332's debug line for a hook that ran (``--debug-file``).
+HOOK_LINE = re.compile(r"Hooks: (\w+)(?::\w+)? \[[^\]]*\].* finished with status \d+ \((\d+)ms\)")
+
+
+def hook_times(debug: Path) -> dict[str, float]:
+    """Seconds each hook event took in one run, from the CLI's debug log (summed over the
+    event's hooks, should it have several)."""
+    times: dict[str, float] = {}
+    try:
+        text = debug.read_text(errors="replace")
+    except OSError:
+        return times
+    for event, ms in HOOK_LINE.findall(text):
+        times[f"{event} s"] = times.get(f"{event} s", 0.0) + int(ms) / 1000
+    return times
 
 
 # -- the server alone ------------------------------------------------------------------------
@@ -221,11 +264,17 @@ def claude_run(
     repo: Path,
     home: Path,
     plugin: Path = PLUGIN,
+    cold: Path | None = None,
 ) -> dict:
-    """One ``claude -p``: seconds to exit and to the first API request."""
+    """One ``claude -p``: seconds to exit and to the first API request. ``cold``: a folder of
+    its own for the hook server, whose server is stopped first (the run starts it, as the
+    first hook of a day does)."""
     sys.path.insert(0, str(ROOT))
     from tests.clients.fake_anthropic import FakeAnthropic, text
 
+    if cold is not None:
+        stop_hook_servers(cold)
+        env = dict(env, GARDENER_HOOKD_DIR=str(cold))
     with FakeAnthropic([[text("ok")]]) as api:
         run_env = dict(
             variant.env(env) if variant else env,
@@ -235,10 +284,36 @@ def claude_run(
             DISABLE_AUTOUPDATER="1",
             TERM="dumb",
         )
+        debug = home / "bench-debug.txt"
+        debug.unlink(missing_ok=True)
         args = [str(CLAUDE), "-p", "hello", "--output-format", "stream-json", "--verbose"]
+        args += ["--debug-file", str(debug)]
         if variant is not None:
             args += ["--plugin-dir", str(plugin)]
-        return _timed(args, run_env, repo, api.requests, "claude")
+        out = _timed(args, run_env, repo, api.requests, "claude")
+        out.update(hook_times(debug))
+        return out
+
+
+def stop_hook_servers(folder: Path) -> None:
+    """End the hook servers in ``folder`` (by the pids they wrote) and wait for them to go,
+    with their files: the next hook finds none and may start one at once."""
+    pids = []
+    for pid_file in folder.glob("*.pid"):
+        try:
+            pids.append(int(pid_file.read_text().strip()))
+            os.kill(pids[-1], signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+    deadline = time.monotonic() + 30
+    while pids and time.monotonic() < deadline:
+        try:
+            os.kill(pids[-1], 0)
+            time.sleep(0.05)
+        except OSError:
+            pids.pop()
+    for leftover in folder.glob("*"):
+        leftover.unlink(missing_ok=True)
 
 
 def codex_run(
@@ -315,19 +390,29 @@ def _timed(args: list[str], env: dict, cwd: Path, requests: list, name: str) -> 
 
 
 def _table(title: str, results: dict[str, list[dict]], unit: str) -> str:
+    """Medians per variant; a key some variants lack (a hook's time without hooks) is left
+    blank for them, and its ratio is to the first variant that has it."""
     names = list(results)
-    keys = [k for k in results[names[0]][0] if k != "tools"] if results[names[0]] else []
+    keys: list[str] = []
+    for runs in results.values():
+        for run in runs:
+            keys += [k for k in run if k != "tools" and k not in keys]
     lines = [f"{title} (median of {len(results[names[0]])} runs, alternated; ratio to the first)"]
-    head = f"{'variant':<22}" + "".join(f"{k:>18}" for k in keys)
+    head = f"{'variant':<22}" + "".join(f"{k:>22}" for k in keys)
     lines += [head, "-" * len(head)]
-    first = {k: statistics.median(r[k] for r in results[names[0]]) for k in keys}
+    first: dict[str, float] = {}
     for name in names:
         cells = []
         for k in keys:
-            med = statistics.median(r[k] for r in results[name])
-            ratio = med / first[k] if first[k] else float("nan")
+            values = [r[k] for r in results[name] if k in r]
+            if not values:
+                cells.append("")
+                continue
+            med = statistics.median(values)
+            base = first.setdefault(k, med)
+            ratio = med / base if base else float("nan")
             cells.append(f"{med:>10.{2 if unit == 's' else 0}f} ({ratio:4.2f}x)")
-        lines.append(f"{name:<22}" + "".join(f"{c:>18}" for c in cells))
+        lines.append(f"{name:<22}" + "".join(f"{c:>22}" for c in cells))
     return "\n".join(lines)
 
 
@@ -339,6 +424,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--claude", action="store_true", help="also claude -p with/without the plugin")
     p.add_argument("--codex", action="store_true", help="also codex exec with/without the server")
     p.add_argument("--no-server", action="store_true", help="skip the server-alone runs")
+    p.add_argument(
+        "--hooks-only",
+        action="store_true",
+        help="claude -p without the plugin, with its hooks alone, and with instant hooks only",
+    )
     opts = p.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-mcp-start-"))
@@ -382,19 +472,30 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{cli} not installed: ./dev install", file=sys.stderr)
                 continue
             cases: list[tuple[str, Variant | None, dict]] = [("without", None, {})]
-            cases += [(f"with ({v.name})", v, {}) for v in variants]
+            hooks_only = tmp / "plugin-hooks-only"  # the rest of the plugin's cost
+            if not hooks_only.exists():
+                shutil.copytree(PLUGIN, hooks_only, ignore=shutil.ignore_patterns(".mcp.json"))
             if run is codex_run:  # and as an optional server, Codex's default
+                cases += [(f"with ({v.name})", v, {}) for v in variants]
                 cases += [(f"optional ({v.name})", v, {"required": False}) for v in variants]
-            else:  # the plugin's MCP server alone, its hooks left out
-                server_only = tmp / "plugin-server-only"
-                if not server_only.exists():
-                    shutil.copytree(PLUGIN, server_only, ignore=shutil.ignore_patterns("hooks"))
-                cases += [(f"server only ({v.name})", v, {"plugin": server_only}) for v in variants]
-                cases.append(("instant server", variants[0], {"plugin": instant_plugin(tmp)}))
-                hooks_only = tmp / "plugin-hooks-only"  # the rest of the plugin's cost
-                if not hooks_only.exists():
-                    shutil.copytree(PLUGIN, hooks_only, ignore=shutil.ignore_patterns(".mcp.json"))
-                cases.append(("hooks only (current)", variants[0], {"plugin": hooks_only}))
+            else:
+                if not opts.hooks_only:  # the plugin, its MCP server alone and that one's floor
+                    cases += [(f"with ({v.name})", v, {}) for v in variants]
+                    server_only = tmp / "plugin-server-only"
+                    if not server_only.exists():
+                        shutil.copytree(PLUGIN, server_only, ignore=shutil.ignore_patterns("hooks"))
+                    cases += [
+                        (f"server only ({v.name})", v, {"plugin": server_only}) for v in variants
+                    ]
+                    cases.append(("instant server", variants[0], {"plugin": instant_plugin(tmp)}))
+                cases += [(f"hooks only ({v.name})", v, {"plugin": hooks_only}) for v in variants]
+                cases.append(("instant hooks", variants[0], {"plugin": instant_hooks_plugin(tmp)}))
+                for v in variants:  # the first run of a day: no hook server yet
+                    cold = tmp / f"hookd-cold-{v.name}"
+                    cold.mkdir()
+                    cases.append(
+                        (f"hooks, cold ({v.name})", v, {"plugin": hooks_only, "cold": cold})
+                    )
             results = {name: [] for name, _, _ in cases}
             for _name, v, kw in cases:  # warm-up: the CLI's caches, the hook server
                 run(v, env, repo, home, **kw)
@@ -415,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
                     med = statistics.median(r["total s"] for r in results[name])
                     print(f"  {name}: {med - base:+.2f} s median over without")
     finally:
+        for folder in tmp.glob("hookd-cold-*"):
+            stop_hook_servers(folder)
         for pid_file in hookd.glob("*.pid"):
             try:
                 os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
