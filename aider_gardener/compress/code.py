@@ -65,6 +65,9 @@ DOCSTRING_CHARS = 120
 MAX_PARSE_CHARS = 2_000_000
 # Past this size a badly parsing input gets no second grammar.
 MAX_RETRY_CHARS = 200_000
+# A parse's time budget (see _parse): real code parses at ~0.25 us per byte.
+PARSE_BUDGET_S = 0.25
+PARSE_BUDGET_US_PER_BYTE = 2
 # More than this share of replacement or control characters: decoded binary, not code.
 JUNK_FRACTION = 0.02
 
@@ -516,12 +519,29 @@ def _queries(name: str):
 
 
 def _parse(name: str, source: bytes):
+    """The tree, or None when the grammar is missing or parsing outran its budget.
+
+    tree-sitter's error recovery is super-linear on some junk (480 KB of text read in the wrong
+    encoding took 20 s), so a parse gets PARSE_BUDGET_S plus PARSE_BUDGET_US_PER_BYTE, about
+    eight times what real code takes; past it the indentation plan is used, as for a grammar
+    that does not fit. Time, not work, because py-tree-sitter 0.25's progress_callback (the
+    deterministic way) crashes the process; timeout_micros is deprecated for it, not gone."""
+    import warnings
+
     from tree_sitter import Parser
 
     language = _language(name)
     if language is None:
         return None
-    return Parser(language).parse(source)
+    parser = Parser(language)
+    budget = PARSE_BUDGET_S * 1e6 + PARSE_BUDGET_US_PER_BYTE * len(source)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        parser.timeout_micros = int(budget)
+    try:
+        return parser.parse(source)
+    except ValueError:  # "Parsing failed": the budget ran out
+        return None
 
 
 def _captures(query, node) -> list:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import aider_gardener  # noqa: F401  (offline switches before tiktoken)
 from aider_gardener import tokens
+from aider_gardener.compress import code as code_module
 from aider_gardener.compress.base import clip_line
 from aider_gardener.compress.code import (
     FOLD_RE,
@@ -665,3 +666,16 @@ def test_benchmark_700_line_javascript(benchmark):
     compress_code(text, _opts("code.js"))
     out = benchmark(compress_code, text, _opts("code.js"))
     benchmark.extra_info.update(lines=text.count("\n"), ratio=_ratio(text, out.text))
+
+
+def test_a_parse_that_outruns_its_budget_falls_back_to_indentation(monkeypatch):
+    """tree-sitter's error recovery is super-linear on some junk (bench.fuzz: 480 KB of text read
+    in the wrong encoding, 20 s), so a parse has a time budget linear in its size; past it the
+    code is folded by indentation, as when no grammar fits."""
+    source = Path(code_module.__file__).read_text()
+    assert code_module._parse("python", source.encode()) is not None
+    monkeypatch.setattr(code_module, "PARSE_BUDGET_S", 1e-6)
+    monkeypatch.setattr(code_module, "PARSE_BUDGET_US_PER_BYTE", 0)
+    assert code_module._parse("python", source.encode()) is None
+    out = compress_code(source, CompressOptions(source=Source(path="code.py")))
+    assert out.counts["indent_fallback"] == 1 and len(out.text) < len(source) / 2
