@@ -529,7 +529,13 @@ def _parse_jest(lines: list[str]) -> TestRun:
 # --------------------------------------------------------------------------- maven / gradle
 
 _MVN_RUN = re.compile(r"Tests run: (\d+), Failures: (\d+), Errors: (\d+), Skipped: (\d+)")
-_MVN_FAIL = re.compile(r"^\[ERROR\]\s+(\S.*?)\s+(?:--\s+)?Time elapsed:.*<<< (?:FAILURE|ERROR)!")
+# The test's name ends with a non-blank (the shortest one always did), so the blanks before "Time
+# elapsed" are taken once, not again after every character (quadratic in a long blank run); a
+# line without "<<< FAILURE!" is dismissed before any of that.
+_MVN_FAIL = re.compile(
+    r"^\[ERROR\]\s+(?=.*<<< (?:FAILURE|ERROR)!)(\S(?:.*?\S)??)\s+(?:--\s+)?Time elapsed:"
+    r".*<<< (?:FAILURE|ERROR)!"
+)
 _MVN_RESULT_ID = re.compile(r"^\[ERROR\]\s{2,}(\w[\w.$]*[.:]\w+(?::\d+)?)\s")
 _GRADLE_FAIL = re.compile(r"^(\S+) > (.+) FAILED$")
 _GRADLE_COUNT = re.compile(r"^(\d+) tests? completed, (\d+) failed(?:, (\d+) skipped)?")

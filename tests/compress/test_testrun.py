@@ -537,8 +537,9 @@ RUN = 200_000  # milliseconds now; these lines were quadratic
         ("pytest", ["tests/a.py ." + " " * RUN + "\x00", "1 passed in 0.1s"]),  # \s*(…)?\s*$
         ("pytest", ["a::" * (RUN // 3) + " x", "1 passed in 0.1s"]),  # \S+::\S+
         ("jest", ["FAIL src/a.test.js", "Tests:       " + "1" * RUN + " x"]),  # (\d+) word
+        ("maven", ["[ERROR] [Help 1] http://x" + " " * RUN + "!"]),  # (\S.*?)\s+Time elapsed
     ],
-    ids=["pytest dots", "pytest test start", "jest counts"],
+    ids=["pytest dots", "pytest test start", "jest counts", "maven blanks"],
 )
 def test_long_runs_in_runner_lines_do_not_hang(runner, lines):
     run = finishes(parse_test_run, lines, runner)
