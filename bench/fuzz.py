@@ -9,7 +9,7 @@ faster than size**1.5 is reported slow. The machine is noisy, so speed only ever
 
 Inputs: the bad kinds (binary, NULs at every interesting offset, invalid UTF-8, UTF-16 with and
 without a BOM, huge lines, long whitespace runs, long runs of one character after a prefix the
-patterns key on, deep and malformed JSON, unparseable code, ANSI junk, lone surrogates, empty, a
+patterns key on, deep and malformed JSON, unparsable code, ANSI junk, lone surrogates, empty, a
 quoted handle line) and real outputs from ``DATA/tool_outputs*`` mutated (byte flips,
 truncation, splicing, duplication, junk insertion; skipped when the folder is absent, read in
 place, never copied). Failing inputs are written to a temp dir; ``--replay FILE`` runs one again.
