@@ -49,7 +49,14 @@ def test_package_plugin_is_complete_and_valid_json():
     assert manifest["name"] == PLUGIN == market["plugins"][0]["name"]
     assert market["name"] == MARKETPLACE and market["plugins"][0]["source"] == "./"
     hooks = json.loads((SOURCE / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"PostToolUse", "UserPromptSubmit", "Stop", "PreCompact", "SessionStart"}
+    assert set(hooks) == {
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "Stop",
+        "PreCompact",
+        "SessionStart",
+    }
     assert hooks["SessionStart"][0]["matcher"] == "startup|resume|compact"
     for event, groups in hooks.items():
         assert groups[0]["hooks"][0]["command"] == f"gardener-hook {event}"
