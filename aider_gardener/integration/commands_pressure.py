@@ -65,49 +65,61 @@ def _nothing(io: Any, session: Any, before: int, amount: int | None) -> None:
     )
 
 
+def _request(coder: Any, session: Any) -> int | None:
+    """The next request's tokens, as ``/tokens`` counts them (None if it cannot be measured)."""
+    from .report import measure
+
+    live = session.attempt("pressure", measure, coder, session)
+    return None if live is None else live["total"]
+
+
 def _evict(coder: Any, session: Any, io: Any, amount: int | None) -> None:
-    from .eviction import _slots, evict, history_tokens
+    """Run eviction's own plan (the one ``/context-pressure`` lists) and report what it did:
+    "freed" is what the whole next request lost, recalled context and all, not the sum of the
+    messages' savings (issue 23: it said 319 while the request fell by 180)."""
+    from .eviction import evict, history_tokens, plan
     from .ingest import sync
 
     sync(session, coder)
     before = history_tokens(session, coder)
+    pinned = before - history_tokens(session, coder, pinned=False)
     limit = session.budget(coder)
-    if amount is None and before <= limit:
+    if amount is None and before - pinned <= limit:
+        outside = f", of which {pinned:,} pinned, outside the budget" if pinned else ""
         io.tool_output(
-            f"History ({before:,} tokens) is within the gardener budget (evicted above"
+            f"History ({before:,} tokens{outside}) is within the gardener budget (evicted above"
             f" {limit:,}); nothing to evict. /evict N frees N tokens now."
         )
         return
-    if amount is None and not any(
-        not s.protected and s.meta is not None and s.meta.stored
-        for s in _slots(session, coder, hard=False)
-    ):
+    target = None if amount is None else max(0, before - amount)
+    todo = plan(session, coder, target)
+    if not todo.steps:
         # nothing eviction may touch: say so before it writes its tier-2 checkpoint for nothing
         return _nothing(io, session, before, amount)
-    metas = [
-        (meta, meta.state, meta.tokens_now)
-        for lst in (coder.done_messages, coder.cur_messages)
-        for meta in (session.meta(m) for m in lst)
-        if meta is not None
-    ]
-    target = None if amount is None else max(0, before - amount)
-    evict(session, coder, target)
+    request = _request(coder, session)
+    was = {id(meta): (meta.state, meta.tokens_now) for step in todo.steps for meta in step.metas}
+    order = list(dict.fromkeys(meta for step in todo.steps for meta in step.metas))
+    evict(session, coder, target, todo)
     after = history_tokens(session, coder)
     changed = []
-    for meta, state, tokens in metas:
+    for meta in order:
+        state, tokens = was[id(meta)]
         if not session.live(meta):
             changed.append((meta, state, "dropped", tokens, 0))
         elif meta.state != state:
             changed.append((meta, state, meta.state, tokens, meta.tokens_now))
-    if not changed:
-        return _nothing(io, session, before, amount)
+    now = _request(coder, session)
+    if request is not None and now is not None:
+        head = f"the next request {request:,} -> {now:,} tokens (freed {request - now:,});"
+    else:
+        head = ""
     io.tool_output(
-        f"Evicted {len(changed)} message(s): history {before:,} -> {after:,} tokens"
-        f" (freed {before - after:,}; evicted above {limit:,}):"
+        f"Evicted {len(changed)} message(s): {head} history {before:,} -> {after:,} tokens"
+        f" (evicted above {limit:,}):"
     )
-    for meta, old, new, was, now in changed[:MAX_LISTED]:
+    for meta, old, new, was_n, now_n in changed[:MAX_LISTED]:
         name = meta.entry_id or "(filler)"
-        io.tool_output(f"  {name:<12} {meta.cls:<10} {old} -> {new}  {was:,} -> {now:,} tokens")
+        io.tool_output(f"  {name:<12} {meta.cls:<10} {old} -> {new}  {was_n:,} -> {now_n:,} tokens")
     if len(changed) > MAX_LISTED:
         io.tool_output(f"  ... and {len(changed) - MAX_LISTED} more")
     io.tool_output("All of it is in the store: /recall ID brings an entry back.")

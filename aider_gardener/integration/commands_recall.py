@@ -474,13 +474,19 @@ class RecallCommands:
         return entry
 
     def cmd_pin(self, args):
-        "Pin a stored entry by id: it is never evicted and never expires"
+        "Pin a stored entry: never evicted, never expires (/pin --undo ID or /unpin ID undoes)"
+        # What is in the chat stays as it is (its summary) unless the original fits the room
+        # /recall --add allows (issue 23: pinning a 290k-token log put it all back in the chat
+        # and eviction then dropped every prompt to make room for it).
         got = self._words_and_store(
-            args, "Usage: /pin ID  (the id from a [full output stored: id=…] line)"
+            args,
+            "Usage: /pin ID  |  /pin --undo ID  (the id from a [full output stored: id=…] line)",
         )
         if got is None:
             return
-        _flags, words, store = got
+        flags, words, store = got
+        if "--undo" in flags:
+            return self.cmd_unpin(" ".join(words))
         for entry_id in words:
             entry = self._known(store, entry_id)
             if entry is None:
@@ -488,29 +494,73 @@ class RecallCommands:
             if not entry.active:
                 self.io.tool_error(_hidden_note(entry))
                 continue
-            ok = store.pin(entry_id)
-            restored = self.gardener.attempt("pin", self._pin_in_history, entry_id, default=0)
-            if ok or restored:
-                extra = (
-                    f"; restored {restored} message(s) in the chat to full text" if restored else ""
-                )
-                self.io.tool_output(f"Pinned {entry_id}{extra}.")
-            else:
-                self.io.tool_error(f"No stored entry {entry_id}.")
+            if not store.pin(entry_id):
+                self.io.tool_error(f"Could not pin {entry_id}; the store refused (see the log).")
+                continue
+            said = self.gardener.attempt("pin", self._pin_in_history, entry, default=None)
+            self.io.tool_output(f"Pinned {entry_id}: " + (said or "the store keeps it for good."))
 
-    def _pin_in_history(self, entry_id: str) -> int:
+    def _pin_in_history(self, entry: Any) -> str:
+        """Pin the chat's messages of ``entry``; back to full text only when the original fits
+        the room ``/recall --add`` allows. Returns what happened, for the one line."""
         session = self.gardener
-        restored = 0
-        for lst in (self.coder.done_messages, self.coder.cur_messages):
-            for i, msg in enumerate(lst):
-                meta = session.meta(msg)
-                if meta is None or meta.entry_id != entry_id:
-                    continue
-                meta.pinned = True
-                if meta.state != "full":
-                    swap(session, lst, i, meta, "full")
-                    restored += 1
-        return restored
+        found = [
+            (lst, i, meta)
+            for lst in (self.coder.done_messages, self.coder.cur_messages)
+            for i, meta in enumerate(session.meta(m) for m in lst)
+            if meta is not None and meta.entry_id == entry.id
+        ]
+        if not found:
+            return (
+                "not in the chat now, so the store keeps it for good;"
+                f" /recall {entry.id} --add puts it in the chat."
+            )
+        for _lst, _i, meta in found:
+            meta.pinned = True
+        short = [(lst, i, meta) for lst, i, meta in found if meta.state != "full"]
+        now = sum(meta.tokens_now for _lst, _i, meta in found)
+        if not short:
+            return f"in the chat in full ({now:,} tokens), never evicted by the budget."
+        extra = sum(meta.tokens_full - meta.tokens_now for _lst, _i, meta in short)
+        room, window, _used = self._room()
+        if extra > room:
+            state = "summary" if all(m.state == "summary" for _l, _i, m in short) else "reference"
+            return (
+                f"kept in the chat as its {state} ({now:,} tokens), never evicted by the budget."
+                f" The original ({int(entry.tokens_original):,} tokens) would not fit: {room:,}"
+                f" tokens are left for additions in the {window:,}-token window; /show {entry.id}"
+                " prints it."
+            )
+        for lst, i, meta in short:
+            swap(session, lst, i, meta, "full")
+        full = sum(meta.tokens_now for _lst, _i, meta in found)
+        return f"back in the chat in full ({full:,} tokens), never evicted by the budget."
+
+    def cmd_unpin(self, args):
+        "Unpin a stored entry: eviction and expiry treat it like any other again"
+        got = self._words_and_store(args, "Usage: /unpin ID  (or /pin --undo ID)")
+        if got is None:
+            return
+        _flags, words, store = got
+        for entry_id in words:
+            entry = self._known(store, entry_id)
+            if entry is None:
+                continue
+            in_chat = [
+                meta
+                for meta in list(self.gardener.table.values())
+                if meta.entry_id == entry_id and meta.pinned
+            ]
+            if not entry.pinned and not in_chat:
+                self.io.tool_output(f"{entry_id} is not pinned; nothing to undo.")
+                continue
+            if entry.pinned and not store.unpin(entry_id):
+                self.io.tool_error(f"Could not unpin {entry_id}; the store refused (see the log).")
+                continue
+            for meta in in_chat:
+                meta.pinned = False
+            where = "its message in the chat may be evicted again and " if in_chat else ""
+            self.io.tool_output(f"Unpinned {entry_id}: {where}the store may expire it unused.")
 
     # -- tab completion of ids -----------------------------------------------------------------
 
@@ -533,6 +583,9 @@ class RecallCommands:
         return self._recent_ids()
 
     def completions_pin(self):
+        return self._recent_ids()
+
+    def completions_unpin(self):
         return self._recent_ids()
 
     def completions_restore(self):

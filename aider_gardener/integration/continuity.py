@@ -270,10 +270,12 @@ class Continuity:
         if not pair:
             return 0
         if self._pair_tokens[0] != self._state_version:
+            from .eviction import framing  # counted as the request counts it, like history
+
             model = model_name(coder)
             self._pair_tokens = (
                 self._state_version,
-                sum(count_tokens(m["content"], model) for m in pair),
+                sum(count_tokens(m["content"], model) + framing(coder) for m in pair),
             )
         return self._pair_tokens[1]
 
@@ -510,5 +512,6 @@ def mark_messages(session: Any) -> None:
             continue
         if meta.entry_id in failed:
             meta.failed = True
+        meta.open_error = meta.entry_id in open_errors
         if meta.entry_id in error_ids and meta.entry_id not in open_errors:
             meta.resolved = True

@@ -14,6 +14,12 @@ request and over *both* lists:
   tiers: (1) summaries for outputs, (2) one-line references to the stored entry, (3) dropping
   whole user/assistant pairs. User prompts, unresolved errors and failed approaches have the
   highest priority and go last; pinned messages and the last turns are never touched.
+* pins: pinned messages are outside the budget, so a pin never costs the user's prompts or open
+  errors; only a hard target (window overflow, ``/evict N``) puts a pinned original back to its
+  summary, before any pair is dropped.
+
+``plan`` computes the steps without acting; ``evict`` applies them, and ``/context-pressure``
+lists the first ones, so the forecast is what ``/evict`` does.
 
 Only message *contents* change in tiers 1-2 and tier 3 removes adjacent (user, assistant) pairs,
 so the role sequence keeps whatever alternation it had (``AIDER_SANITY_CHECK_TURNS=1`` holds).
@@ -22,7 +28,7 @@ so the role sequence keeps whatever alternation it had (``AIDER_SANITY_CHECK_TUR
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..store.priority import BASE, DEFAULT_BASE, RECENCY_MAX, REFERENCE_STEP
@@ -38,6 +44,7 @@ MIN_BATCH = 512
 # prompts (90), so they are the last messages evicted.
 LAST_BASE = 95.0
 RESOLVED_PENALTY = 40.0
+_FRAMING: dict[str, int] = {}  # model name -> tokens a message adds beyond its text
 
 
 @dataclass
@@ -70,7 +77,9 @@ def priority(meta: MessageMeta, session: GardenerSession) -> float:
         base = 0.0
     else:
         base = BASE.get(meta.cls, DEFAULT_BASE)
-    if meta.failed or (meta.cls == "error" and meta.kind == "tool" and not meta.resolved):
+    if meta.failed or meta.open_error:
+        base = max(base, LAST_BASE)  # issue 23: an open error of any class (a failing test log)
+    elif meta.cls == "error" and meta.kind == "tool" and not meta.resolved:
         base = max(base, LAST_BASE)  # issue 7: evicted only after everything else
     if meta.resolved:
         base -= RESOLVED_PENALTY
@@ -82,16 +91,39 @@ def priority(meta: MessageMeta, session: GardenerSession) -> float:
     return score
 
 
-def history_tokens(session: GardenerSession, coder: Any) -> int:
+def framing(coder: Any) -> int:
+    """Tokens Aider's count of a request adds to each message beyond its text (role and
+    separators: 4 for OpenAI's tokenizers). Eviction counts them too, so its history is the
+    number ``/tokens`` and ``/context-pressure`` show, not one a few tokens a message lower."""
+    model = getattr(coder, "main_model", None)
+    name = getattr(model, "name", None)
+    if model is None or not callable(getattr(model, "token_count", None)):
+        return 0
+    if name in _FRAMING:
+        return _FRAMING[name]
+    probe = [dict(role="user", content="x")]
+    try:
+        n = int(model.token_count(probe)) - int(model.token_count([])) - int(model.token_count("x"))
+    except Exception:  # noqa: BLE001 - a model without a message count: text only
+        n = 0
+    _FRAMING[name] = n = max(0, n)
+    return n
+
+
+def history_tokens(session: GardenerSession, coder: Any, pinned: bool = True) -> int:
+    """The chat history as the request counts it: each message's text plus ``framing``.
+    ``pinned=False`` leaves out pinned messages, which the budget does not pay for."""
     model = model_name(coder)
+    frame = framing(coder)
     total = 0
     for lst in (coder.done_messages, coder.cur_messages):
         for msg in lst:
             meta = session.meta(msg)
             if meta is not None:
-                total += meta.tokens_now
+                if pinned or not meta.pinned:
+                    total += meta.tokens_now + frame
             elif isinstance(msg, dict) and isinstance(msg.get("content"), str):
-                total += count_tokens(msg["content"], model)
+                total += count_tokens(msg["content"], model) + frame
     return total
 
 
@@ -127,17 +159,62 @@ def _can_summarize(meta: MessageMeta) -> bool:
     )
 
 
-def evict(session: GardenerSession, coder: Any, hard_target: int | None = None) -> EvictionReport:
-    """Age and, if over budget (or above ``hard_target`` on overflow), evict in place."""
+@dataclass
+class Step:
+    """One thing eviction does: ``action`` is ``summary``, ``ref`` or ``drop`` (a whole
+    (user, assistant) pair: ``slots`` holds both), ``tier`` says why (``aged``, ``summary``,
+    ``ref``, ``pinned``: a pinned message back to its summary on overflow, ``drop``)."""
+
+    action: str
+    tier: str
+    slots: tuple[Slot, ...]
+    freed: int
+
+    @property
+    def metas(self) -> list[MessageMeta]:
+        return [s.meta for s in self.slots]
+
+
+@dataclass
+class Plan:
+    steps: list[Step]
+    before: int
+    budget: int
+    target: int
+    hard: bool
+
+
+def plan(session: GardenerSession, coder: Any, hard_target: int | None = None) -> Plan:
+    """What ``evict`` will do, in the order it does it, changing nothing. ``/evict`` runs this
+    plan and ``/context-pressure`` lists its first steps, so the forecast is the act.
+
+    Pinned messages are outside the budget (the user chose them, and ``/pin`` put an original
+    in full only when it fitted the window): a pin never makes eviction take the user's prompts
+    or open errors. Only a hard target (the window would overflow, or ``/evict N``) may put a
+    pinned original back to its summary, and that comes before any pair is dropped."""
     hard = hard_target is not None
     if session.continuity is not None:
         mark_messages(session)  # what the facts know about failures and fixes, as priorities
     budget = session.budget(coder)
-    total = history_tokens(session, coder)
-    report = EvictionReport(before=total, budget=budget)
+    total = before = history_tokens(session, coder)
+    outside = 0 if hard else total - history_tokens(session, coder, pinned=False)
     slots = _slots(session, coder, hard)
     recent = session.config.recent_turns
-    over = total > budget or (hard and total > hard_target)
+    over = total - outside > budget or (hard and total > hard_target)
+    target = hard_target if hard else int(budget * LOW_WATER) + outside
+    steps: list[Step] = []
+    now = {id(s.meta): s.meta.tokens_now for s in slots if s.meta is not None}
+    state = {id(s.meta): s.meta.state for s in slots if s.meta is not None}
+
+    def take(action: str, tier: str, slot: Slot, freed: int) -> None:
+        nonlocal total
+        total -= freed
+        now[id(slot.meta)] -= freed
+        state[id(slot.meta)] = action
+        steps.append(Step(action, tier, (slot,), freed))
+
+    def summarizable(slot: Slot) -> bool:
+        return state[id(slot.meta)] == "full" and _can_summarize(slot.meta)
 
     aged = [
         s
@@ -149,47 +226,91 @@ def evict(session: GardenerSession, coder: Any, hard_target: int | None = None) 
     savings = sum(s.meta.tokens_full - s.meta.tokens_summary for s in aged)
     if aged and (over or savings >= max(MIN_BATCH, int(budget * BATCH_SHARE))):
         for s in aged:
-            total -= s.meta.tokens_full - s.meta.tokens_summary
-            swap(session, s.lst, s.index, s.meta, "summary")
-            report.aged += 1
+            take("summary", "aged", s, s.meta.tokens_full - s.meta.tokens_summary)
+    if not over:
+        return Plan(steps, before, budget, target, hard)
+    candidates = sorted(
+        (s for s in slots if not s.protected and s.meta is not None),
+        key=lambda s: priority(s.meta, session),
+    )
+    for s in candidates:  # tier 1
+        if total <= target:
+            break
+        if summarizable(s):
+            take("summary", "summary", s, s.meta.tokens_full - s.meta.tokens_summary)
+    model = model_name(coder)
+    for s in candidates:  # tier 2
+        if total <= target:
+            break
+        meta = s.meta
+        if not meta.stored or meta.kind == "filler" or state[id(meta)] == "ref":
+            continue
+        ref = count_tokens(reference_text(replace(meta, state=state[id(meta)])), model)
+        if ref < now[id(meta)]:
+            take("ref", "ref", s, now[id(meta)] - ref)
+    if hard:  # a pin yields its full text before anyone's prompt is dropped for it
+        for s in slots:
+            if total <= target:
+                break
+            if s.meta is not None and s.meta.pinned and summarizable(s):
+                take("summary", "pinned", s, s.meta.tokens_full - s.meta.tokens_summary)
+    if total > target:  # tier 3
+        frame = framing(coder)
+        for a, b in _pairs(session, slots):
+            if total <= target:
+                break
+            freed = now[id(a.meta)] + now[id(b.meta)] + 2 * frame
+            total -= freed
+            steps.append(Step("drop", "drop", (a, b), freed))
+    return Plan(steps, before, budget, target, hard)
 
-    if over:
-        target = hard_target if hard else int(budget * LOW_WATER)
-        candidates = sorted(
-            (s for s in slots if not s.protected and s.meta is not None),
-            key=lambda s: priority(s.meta, session),
-        )
-        for s in candidates:  # tier 1
-            if total <= target:
-                break
-            if _can_summarize(s.meta):
-                total -= s.meta.tokens_full - s.meta.tokens_summary
-                swap(session, s.lst, s.index, s.meta, "summary")
-                report.summarized += 1
-        model = model_name(coder)
-        if total > target and session.continuity is not None:
-            # tiers 2-3 lose detail from the prompt: keep the thread on disk first
-            session.attempt("checkpoint", session.continuity.auto_checkpoint, coder, "eviction")
-        for s in candidates:  # tier 2
-            if total <= target:
-                break
-            meta = s.meta
-            if not meta.stored or meta.kind == "filler" or meta.state == "ref":
-                continue
-            meta.tokens_ref = count_tokens(reference_text(meta), model)
-            if meta.tokens_ref < meta.tokens_now:
-                total -= meta.tokens_now - meta.tokens_ref
-                swap(session, s.lst, s.index, meta, "ref")
-                report.referenced += 1
-        if total > target:  # tier 3
-            total -= _drop_pairs(session, slots, total - target, report)
-    report.after = total
+
+def evict(
+    session: GardenerSession, coder: Any, hard_target: int | None = None, todo: Plan | None = None
+) -> EvictionReport:
+    """Age and, if over budget (or above ``hard_target`` on overflow), evict in place: the
+    steps of ``plan`` (``todo`` when the caller made it just now), in its order."""
+    todo = todo if todo is not None else plan(session, coder, hard_target)
+    report = apply(session, coder, todo)
     ev = session.events
     ev.aged += report.aged
     ev.summarized += report.summarized
     ev.referenced += report.referenced
     ev.dropped += report.dropped
-    ev.hard = ev.hard or hard
+    ev.hard = ev.hard or todo.hard
+    return report
+
+
+def apply(session: GardenerSession, coder: Any, todo: Plan) -> EvictionReport:
+    report = EvictionReport(before=todo.before, budget=todo.budget)
+    model = model_name(coder)
+    checkpointed = False
+    drops = []
+    for step in todo.steps:
+        if step.action in ("ref", "drop") and not checkpointed:
+            checkpointed = True
+            if session.continuity is not None:
+                # tiers 2-3 lose detail from the prompt: keep the thread on disk first
+                session.attempt("checkpoint", session.continuity.auto_checkpoint, coder, "eviction")
+        s = step.slots[0]
+        if step.action == "summary":
+            swap(session, s.lst, s.index, s.meta, "summary")
+            if step.tier == "aged":
+                report.aged += 1
+            else:
+                report.summarized += 1
+        elif step.action == "ref":
+            s.meta.tokens_ref = count_tokens(reference_text(s.meta), model)
+            swap(session, s.lst, s.index, s.meta, "ref")
+            report.referenced += 1
+        else:
+            drops.append(step.slots)
+    for a, b in sorted(drops, key=lambda p: p[0].index, reverse=True):
+        del a.lst[a.index : a.index + 2]
+        session.discard(a.meta)
+        session.discard(b.meta)
+        report.dropped += 2
+    report.after = history_tokens(session, coder)
     return report
 
 
@@ -197,11 +318,9 @@ def _droppable(meta: MessageMeta) -> bool:
     return meta.stored or meta.kind == "filler"
 
 
-def _drop_pairs(
-    session: GardenerSession, slots: list[Slot], excess: int, report: EvictionReport
-) -> int:
-    """Tier 3: remove whole (user, assistant) pairs, lowest priority first. Returns tokens
-    freed. Everything dropped is in the store; recall brings it back."""
+def _pairs(session: GardenerSession, slots: list[Slot]) -> list[tuple[Slot, Slot]]:
+    """Tier 3's candidates: whole (user, assistant) pairs, lowest priority first. Everything
+    dropped is in the store; recall brings it back."""
     by_list: dict[int, list[Slot]] = {}
     for s in slots:
         by_list.setdefault(id(s.lst), []).append(s)
@@ -224,19 +343,7 @@ def _drop_pairs(
             else:
                 i += 1
     pairs.sort(key=lambda p: p[0])
-    freed = 0
-    chosen = []
-    for _prio, a, b in pairs:
-        if freed >= excess:
-            break
-        freed += a.meta.tokens_now + b.meta.tokens_now
-        chosen.append((a, b))
-    for a, b in sorted(chosen, key=lambda p: p[0].index, reverse=True):
-        del a.lst[a.index : a.index + 2]
-        session.discard(a.meta)
-        session.discard(b.meta)
-        report.dropped += 2
-    return freed
+    return [(a, b) for _prio, a, b in pairs]
 
 
 def rewrite_for_switch(session: GardenerSession, messages: list) -> list:

@@ -20,7 +20,7 @@ from typing import Any
 from aider.utils import is_image_file
 
 from .continuity import STATE_HEADER
-from .eviction import _slots, history_tokens, priority
+from .eviction import Plan, Step, framing, history_tokens, plan
 from .incremental import HEADER as INCREMENTAL_HEADER
 from .ingest import model_name
 from .rag import HEADER as RECALL_HEADER
@@ -96,10 +96,11 @@ def measure(coder: Any, session: GardenerSession) -> dict[str, Any]:
     total = int(coder.main_model.token_count(messages) or 0) + _pending_reminder(coder, chunks)
     parts[SYSTEM] += total - sum(parts.values())  # non-additive tokenizers: keep rows exact
     original = 0
+    frame = framing(coder)
     for lst in (coder.done_messages, coder.cur_messages):
         for msg in lst:
             meta = session.meta(msg)
-            original += meta.tokens_full if meta is not None else tokens([msg])
+            original += meta.tokens_full + frame if meta is not None else tokens([msg])
     configured = session.configured_budget(coder)
     keeper = session.continuity
     state_share = keeper.state_tokens(coder) if keeper is not None else 0
@@ -116,8 +117,9 @@ def measure(coder: Any, session: GardenerSession) -> dict[str, Any]:
         "state_share": state_share,
         "history_limit": session.budget(coder),
         "history_counted": history_tokens(session, coder),
+        "history_pinned": history_tokens(session, coder) - history_tokens(session, coder, False),
         "recall_ids": _recall_ids(messages),
-        "next_to_evict": next_to_evict(coder, session),
+        "forecast": forecast(coder, session),
     }
 
 
@@ -143,21 +145,32 @@ def _recall_ids(messages: list) -> list[str]:
     return []
 
 
-def next_to_evict(coder: Any, session: GardenerSession, limit: int = SHOW_NEXT) -> list[Any]:
-    """The messages ``/evict`` would shrink first (lowest priority, not protected), read only."""
-    slots = [
-        s
-        for s in _slots(session, coder, hard=False)
-        if not s.protected and s.meta is not None and s.meta.entry_id and s.meta.state != "ref"
-    ]
-    slots.sort(key=lambda s: priority(s.meta, session))
-    return [s.meta for s in slots[:limit]]
+def forecast(coder: Any, session: GardenerSession) -> tuple[str, Plan]:
+    """What ``/evict`` would do now, from the plan ``/evict`` itself runs: over the budget,
+    ``/evict`` alone; within it (or when the last turns hold it all), ``/evict N``, whose steps
+    for any N are the first ones of this list. Read only."""
+    limit = session.budget(coder)
+    if history_tokens(session, coder, pinned=False) > limit:
+        todo = plan(session, coder)
+        if todo.steps:
+            return "/evict", todo
+    return "/evict N", plan(session, coder, 0)
+
+
+def describe_step(step: Step) -> str:
+    """``ID class old -> new (-N)`` for one step of a plan; a dropped pair is named by its
+    user message."""
+    meta = step.metas[0]
+    name = meta.entry_id or "(filler)"
+    if step.action == "drop":
+        return f"{name} {meta.kind} + reply dropped (-{step.freed:,})"
+    return f"{name} {meta.cls} {meta.state} -> {step.action} (-{step.freed:,})"
 
 
 def recommendation(live: dict[str, Any], coder: Any) -> str:
     """One line naming a command (or a restart flag) that acts on the biggest problem."""
     window, total, parts = live["window"], live["total"], live["parts"]
-    over = live["history_counted"] > live["history_limit"]
+    over = live["history_counted"] - live["history_pinned"] > live["history_limit"]
     if window and total >= HIGH_SHARE * window:
         where, size = max(parts.items(), key=lambda kv: kv[1])
         head = f"High pressure: the prompt uses {total:,} of {window:,} tokens, most of it {where}"
@@ -195,14 +208,29 @@ def _largest_files(coder: Any) -> str:
 
 
 def _budget_line(live: dict[str, Any]) -> str:
-    """Eviction's own arithmetic (message text, no framing), so it differs from the rows above
-    by a few tokens a message; the configured figure is shown as configured."""
+    """The numbers of the rows above (eviction counts the history as the request does); the
+    configured figure is shown as configured."""
     source = "--gardener-budget" if live["budget_set"] else "Aider's chat history size"
+    pinned = live["history_pinned"]
+    outside = f", of which {pinned:,} pinned, outside the budget" if pinned else ""
     return (
         f"Gardener budget {live['budget']:,} tokens ({source}) for the session state"
-        f" ({live['state_share']:,}) and the chat history ({live['history_counted']:,}),"
-        f" counted as message text: history is evicted above {live['history_limit']:,}."
+        f" ({live['state_share']:,}) and the chat history ({live['history_counted']:,}{outside}):"
+        f" history is evicted above {live['history_limit']:,}."
     )
+
+
+def _forecast_line(live: dict[str, Any]) -> str | None:
+    command, todo = live["forecast"]
+    if not todo.steps:
+        return None
+    shown = "; ".join(describe_step(st) for st in todo.steps[:SHOW_NEXT])
+    more = len(todo.steps) - SHOW_NEXT
+    if command == "/evict":
+        freed = sum(st.freed for st in todo.steps)
+        rest = f"; {more} more" if more > 0 else ""
+        return f"/evict now would take, in this order: {shown}{rest} (frees {freed:,})."
+    return f"First to go with /evict N, in this order: {shown}" + ("; …" if more > 0 else "") + "."
 
 
 def show_pressure(coder: Any, session: GardenerSession, io: Any) -> None:
@@ -249,14 +277,9 @@ def show_pressure(coder: Any, session: GardenerSession, io: Any) -> None:
         io.tool_output(f"{window - live['total']:>9,}         remaining in the context window")
     io.tool_output()
     io.tool_output(_budget_line(live))
-    if live["next_to_evict"]:
-        io.tool_output(
-            "First to go with /evict: "
-            + ", ".join(
-                f"{m.entry_id or 'filler'} ({m.cls} {m.state}, {m.tokens_now:,} tok)"
-                for m in live["next_to_evict"]
-            )
-        )
+    line = _forecast_line(live)
+    if line:
+        io.tool_output(line)
     if store_report:
         project = store_report.get("project") or {}
         io.tool_output(

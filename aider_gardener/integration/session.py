@@ -98,6 +98,8 @@ class MessageMeta:
     pinned: bool = False
     resolved: bool = False
     failed: bool = False
+    # an error the facts hold open came from this message (``continuity.mark_messages``)
+    open_error: bool = False
     # The line that stands for the handle in a summary whose original the store could not keep
     # (``ingest.unkept_line``); "" when the original is stored or the message is whole.
     unkept: str = ""

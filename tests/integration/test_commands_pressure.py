@@ -41,6 +41,12 @@ def row(out: str, label: str) -> int:
     return _number(r"\$\s*[\d.]+\s+([\d,]+) " + re.escape(label), out)
 
 
+def _tokens_total(coder, capsys) -> int:
+    capsys.readouterr()
+    coder.commands.cmd_tokens("")
+    return tokens_total(capsys.readouterr().out)
+
+
 def flat(out: str) -> str:
     """The report with the terminal's line wrapping undone."""
     return " ".join(out.split())
@@ -158,6 +164,25 @@ def test_budget_is_shown_as_configured(make_coder, llm, capsys):
     assert coder.gardener.budget(coder) == 1500 - state
 
 
+def test_history_is_one_number_on_the_screen(make_coder, llm, script, capsys):
+    """Issue 23 point 6: the history row, the budget line and /evict's history were three
+    counts (1,265 vs 1,153): eviction counted message text without the request's framing."""
+    coder = make_coder(fnames=["app.py"], budget=1500, max_output=100_000)
+    llm.replies = ["Noted."]
+    coder.run(with_message="look at the import")
+    coder.commands.cmd_run(script)
+    capsys.readouterr()
+    coder.commands.cmd_context_pressure("")
+    out = flat(capsys.readouterr().out)
+    history = _number(r"([\d,]+) +[\d.]+% +chat history", out)
+    state = _number(r"([\d,]+) +[\d.]+% +session state", out)
+    assert f"and the chat history ({history:,})" in out, out
+    assert f"for the session state ({state:,})" in out, out
+    assert f"history is evicted above {1500 - state:,}." in out
+    coder.commands.cmd_evict("100")
+    assert f"history {history:,} -> " in flat(capsys.readouterr().out)
+
+
 def test_default_budget_is_aiders_history_size(make_coder, llm, capsys):
     coder = make_coder()
     capsys.readouterr()
@@ -184,12 +209,21 @@ def test_evict_frees_what_was_asked_and_lists_it(make_coder, llm, script, capsys
     assert log.state == "full"
     assert list(tmp_path.rglob("checkpoints/*.md")) == saved and "checkpoint" not in out
 
-    coder.commands.cmd_evict("5,000")
-    out = capsys.readouterr().out
-    before, after = (
-        _number(r"history ([\d,]+) ->", out),
-        _number(r"-> ([\d,]+) tokens \(freed", out),
+    coder.commands.cmd_context_pressure("")
+    forecast = flat(capsys.readouterr().out)
+    first = re.search(
+        r"First to go with /evict N, in this order: (\w+) (\w+) full -> summary", forecast
     )
+    assert first and first.group(1) == log.entry_id, forecast
+    tokens_before = _tokens_total(coder, capsys)
+    coder.commands.cmd_evict("5,000")
+    out = flat(capsys.readouterr().out)
+    request = re.search(r"the next request ([\d,]+) -> ([\d,]+) tokens \(freed ([\d,]+)\)", out)
+    was, now, freed = (int(g.replace(",", "")) for g in request.groups())
+    assert was == tokens_before and now == _tokens_total(coder, capsys) and freed == was - now
+    assert freed >= 5000
+    before = _number(r"history ([\d,]+) ->", out)
+    after = _number(r"history [\d,]+ -> ([\d,]+) tokens", out)
     assert before - after >= 5000
     assert re.search(rf"{log.entry_id}\s+log\s+full -> summary", out)
     assert log.state == "summary" and coder.cur_messages[-2] is log.msg

@@ -85,11 +85,12 @@ def test_pressure_reports_measure_and_evict_acts(workspace):
 
         # /evict N acts, and says what it did
         out = _command(child, "/evict 5000", r"/recall ID brings an entry back")
-        m = re.search(r"history ([\d,]+) -> ([\d,]+) tokens \(freed ([\d,]+)", out)
+        m = re.search(r"the next request ([\d,]+) -> ([\d,]+) tokens \(freed ([\d,]+)\)", out)
         assert m and _n(m.group(3)) >= 5000
         assert re.search(r"\w+ +log +full -> summary", out)
         shrunk, _ = _tokens_total(child)
-        assert before - shrunk >= 5000
+        assert (_n(m.group(1)), _n(m.group(2))) == (before, shrunk)  # "freed" is the request's
+        assert before - shrunk == _n(m.group(3))
 
         # the next request is what /tokens said, plus the new message
         child.sendline("thanks")
