@@ -14,6 +14,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
+from .terminal import SCRIPT  # noqa: E402
 from .terminal import spawn as _spawn  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -99,6 +100,58 @@ def test_pressure_reports_measure_and_evict_acts(workspace):
         child.expect(PROMPT)
         assert sent - rounding <= shrunk + 30 and sent + rounding > shrunk, (shrunk, sent)
 
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
+FAILING = (
+    'echo "FAILED tests/test_app.py::test_parse - ValueError: invalid literal for int()"\n'
+    'echo "====== 1 failed, 3 passed in 0.12s ======"\nsleep 1\nexit 1\n'
+)
+
+
+def test_one_history_number_and_the_forecast_is_what_evict_does(workspace):
+    """Issue 23 point 6: the history row and the budget line showed 1,265 and 1,153, the
+    forecast named one message while ``/evict 2`` took the open failing test, and "freed" was
+    the messages' savings while the request fell by less."""
+    repo = workspace[0]
+    (repo / "failing.sh").write_text(FAILING)
+    (repo / "slow_import.sh").write_text(SCRIPT + "sleep 1\n")
+    child = _spawn(workspace, "--gardener-recent-turns", "1", "--gardener-max-output", "300")
+    try:
+        child.expect(PROMPT)
+        for line, end in (
+            ("make parse accept floats like 3.5", "Stub model reply"),
+            ("/run sh failing.sh", r"Added \d+ lines? of output"),
+            ("/run sh slow_import.sh", r"full text: /show \w+"),
+            ("what about negative numbers?", "Stub model reply"),
+            ("and empty strings?", "Stub model reply"),
+        ):
+            child.sendline(line)
+            child.expect(end)
+            child.expect(PROMPT)
+        out = _command(child, "/context-pressure", r"Recommendation: [^\r\n]*")
+        history = _n(re.search(r"([\d,]+) +[\d.]+% +chat history", out).group(1))
+        assert f"and the chat history ({history:,})" in out, out
+        first = re.search(
+            r"First to go with /evict N, in this order: (\w+) (\w+) (\w+) -> (\w+)", out
+        )
+        assert first, out
+        before, _ = _tokens_total(child)
+
+        out = _command(child, "/evict 2", r"/recall ID brings an entry back")
+        taken = re.search(r"tokens \(evicted above [\d,]+\): (\S+) +(\w+) +(\w+) -> (\w+)", out)
+        assert taken and taken.group(1) == first.group(1), (first.group(0), out)
+        assert (taken.group(3), taken.group(4)) == (first.group(3), first.group(4))
+        after, _ = _tokens_total(child)
+        m = re.search(r"the next request ([\d,]+) -> ([\d,]+) tokens \(freed ([\d,]+)\)", out)
+        assert m and (_n(m.group(1)), _n(m.group(2)), _n(m.group(3))) == (
+            before,
+            after,
+            before - after,
+        )
         child.sendline("/exit")
         child.expect(pexpect.EOF)
     finally:
