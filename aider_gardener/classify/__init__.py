@@ -20,7 +20,8 @@ The result always covers the text exactly: contiguous segments, in order, ``seg.
 file shown in a user message), ``lang`` (fence language, file extension, or a trace's language),
 ``fence`` ("1": the segment includes its fence lines), ``edit`` (``search_replace``, ``whole``,
 ``udiff``), ``command`` and ``runner`` (command output, e.g. ``pytest``), ``format`` (embedded
-``json`` / ``yarn.lock``), ``aider`` ("1": one of Aider's own fixed-format messages).
+``json`` / ``yarn.lock``; ``paths``: a path list), ``aider`` ("1": one of Aider's own
+fixed-format messages).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Outputs can be megabytes, so the decision of what the output *is* looks at a bounded sample of
 lines, while the boundaries of traces and data blocks come from whole-text regex scans that only
-materialise line offsets when something was found.
+materialise line offsets when something was found. A path list (Glob, ``ls``, ``find``) is
+structured data of ``format`` ``paths``: its compressor keeps every name that fits
+(``compress/paths.py``) where the log compressor would fold them into templates.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
+from ..compress.paths import path_list
 from ..types import ContentClass
 from . import lines as lk
 from .aider_text import aider_message_class
@@ -41,6 +44,8 @@ def output_spans(text: str, command: str | None = None) -> list[Span]:
         return [Span(0, len(text), by_command, dict(meta))]
     if (text.lstrip()[:1] in ("{", "[") or expects_json(command)) and is_json(text):
         return [Span(0, len(text), C.STRUCTURED, dict(meta))]
+    if path_list(text) is not None:  # Glob, ls, find, git ls-files: every name is the fact
+        return [Span(0, len(text), C.STRUCTURED, {**meta, "format": "paths"})]
     if _starts_as_diff(text):  # ``git diff > x.diff`` shown without its command
         return fill(text, _diff_output(text, meta), C.LOG, meta)
     sample = _sample_lines(text)

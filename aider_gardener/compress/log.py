@@ -38,7 +38,7 @@ from itertools import accumulate
 
 from .. import facts as shared
 from ..types import Compressed, CompressOptions
-from . import testrun
+from . import paths, testrun
 from .base import clip_line
 from .diagnostics import group_diagnostics
 
@@ -247,6 +247,9 @@ def compress_log(text: str, opts: CompressOptions) -> Compressed:
         return Compressed(text, {"lines": text.count("\n")})
     if _already_compressed(text):
         return Compressed(text, {"lines": text.count("\n") + 1, "already_compressed": 1})
+    tree = paths.compress_paths(text, opts)  # a path list's names are never folded
+    if tree is not None:
+        return tree
 
     norm, lines = testrun.split_output(text)
     if opts.test_runner in testrun.RUNNERS:  # one segment of a run the pipeline parsed whole
@@ -259,7 +262,7 @@ def compress_log(text: str, opts: CompressOptions) -> Compressed:
 def _already_compressed(text: str) -> bool:
     """Our own output ends with the summary line (maybe followed by the pipeline's handle)."""
     tail = text.rstrip().rsplit("\n", 2)[-2:]
-    return any(_SUMMARY_RE.match(line.strip()) for line in tail)
+    return any(_SUMMARY_RE.match(line.strip()) or paths.MARKER_RE.match(line) for line in tail)
 
 
 class _Compressor:

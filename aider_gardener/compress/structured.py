@@ -9,6 +9,12 @@ value wherever they occur. Input the parsers reject (truncated, trailing commas,
 than the recursion limit) is repaired when that is cheap, else folded textually by bracket depth
 or indentation, so that nothing raises and nothing grows.
 
+Rows are never hidden whole behind "… N more items": for rows with id-like fields (``id``,
+``*_id``, ``uuid``, ``key``, ``name``, ``path``, ``sha``, ``url``, …) those fields of every other
+row follow, one line a row, up to ``ID_CHARS``, then "… N more (id=…)". The ids and paths an
+agent uses next are what it reads a query's rows for (issue 22: 32 of 33 hidden on real
+sessions).
+
 Re-compressing the output changes nothing: it ends with a ``[structured …]`` marker line, and text
 carrying that marker is returned as it is.
 """
@@ -31,6 +37,7 @@ except ImportError:  # pragma: no cover - Python 3.10: TOML is then folded as te
 
 from ..tokens import count_tokens
 from ..types import Compressed, CompressOptions
+from . import paths
 from .base import clip_line
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -45,6 +52,15 @@ SAMPLES = 2
 MAX_FLAGGED = 20  # failure-looking array items shown besides the samples
 MAX_FULL_CHARS = 100_000  # a keep_keys value is shown in full, up to this
 MAX_FACTS = 40
+ID_CHARS = 8000  # id tables of one rendering: ~2,000 tokens, the Claude Code summary budget
+ID_SAMPLE = 200  # rows looked at to choose the id columns
+MAX_ID_COLUMNS = 4
+MAX_ID_CHARS = 200  # a path or URL is kept whole up to this
+_ID_NAMES = frozenset(
+    "id uuid guid key name path file filename sha hash number url uri href slug ref email login"
+    " username".split()
+)
+_ID_SUFFIXES = ("id", "uuid", "key", "name", "path", "file", "sha", "hash", "number", "url", "ref")
 CSV_SUMMARY_ROWS = 200_000
 TOKEN_CHECK_CHARS = 300_000
 
@@ -100,8 +116,11 @@ class _Unparsed(Exception):
 
 
 def compress_structured(text: str, opts: CompressOptions) -> Compressed:
-    if not text.strip() or MARKER_RE.search(text):
+    if not text.strip() or MARKER_RE.search(text) or paths.MARKER_RE.search(text):
         return Compressed(text, {"chars": len(text)})
+    tree = paths.compress_paths(text, opts)
+    if tree is not None:
+        return tree
     head, body, tail = _split_fence(text)
     fmt = _format_from_path(opts.source.path) or _sniff(body)
     notes: list[str] = []
@@ -109,9 +128,9 @@ def compress_structured(text: str, opts: CompressOptions) -> Compressed:
     try:
         data, fmt, notes = _parse(body, fmt)
         if isinstance(data, _Table):
-            rendered, summary = data.render()
+            rendered, summary = data.render(opts.entry_id)
         else:
-            rendered, summary = _render_best(data, body, opts.keep_keys, opts.model)
+            rendered, summary = _render_best(data, body, opts.keep_keys, opts.model, opts.entry_id)
     except (_Unparsed, RecursionError, MemoryError):
         fmt = "text"
         rendered, summary = _text_fold(body)
@@ -296,7 +315,9 @@ def _next_char(body: str, pos: int) -> str:
 # --- rendering -------------------------------------------------------------------------------
 
 
-def _render_best(data: Any, body: str, keep: frozenset[str], model: str) -> tuple[str, str]:
+def _render_best(
+    data: Any, body: str, keep: frozenset[str], model: str, entry_id: str | None = None
+) -> tuple[str, str]:
     """The first level whose rendering meets the target ratio, else the shortest one.
 
     The ratio is checked in characters, then in tokens (indentation is cheap in tokens, so a
@@ -306,7 +327,7 @@ def _render_best(data: Any, body: str, keep: frozenset[str], model: str) -> tupl
     best: tuple[str, str] | None = None
     body_tokens = 0
     for level in levels:
-        text = _Renderer(level, keep).render(data)
+        text = _Renderer(level, keep, entry_id).render(data)
         if best is None or len(text) < len(best[0]):
             best = (text, _describe(data, level))
         if len(text) > TARGET_RATIO * len(body):
@@ -335,9 +356,11 @@ def _describe(data: Any, level: _Level) -> str:
 class _Renderer:
     """Indented, JSON-like, no commas: cheap in tokens and unambiguous to read."""
 
-    def __init__(self, level: _Level, keep: frozenset[str]) -> None:
+    def __init__(self, level: _Level, keep: frozenset[str], entry_id: str | None = None) -> None:
         self.lv = level
         self.keep = keep
+        self.entry_id = entry_id
+        self.id_chars = ID_CHARS  # shared by every id table of one rendering
         self.lines: list[str] = []
 
     def render(self, data: Any) -> str:
@@ -385,7 +408,10 @@ class _Renderer:
             else:
                 rest.append(k)
         if rest:
-            names = clip_line(", ".join(_key(k) for k in rest), 160)
+            if records:  # the keys are the records' ids: all of them, within the id budget
+                names = self._ids_in_line([_key(k) for k in rest])
+            else:
+                names = clip_line(", ".join(_key(k) for k in rest), 160)
             if records:
                 shape = _shape_note([obj[k] for k in rest])
                 note = ", values of the same shape" if shape == "of the same shape" else f" {shape}"
@@ -409,11 +435,45 @@ class _Renderer:
             return
         kept_failed = f"; {len(flagged)} failure-looking items shown" if flagged else ""
         self.lines.append(f"{indent}… {rest:,} more items {_shape_note(items)}{kept_failed}")
+        shown_set = set(shown)
+        self._id_table(items, [i for i in range(n) if i not in shown_set], indent)
         if self.keep:
             shown_set = set(shown)
             for i in range(n):
                 if i not in shown_set:
                     self._rescue(items[i], indent, f"[{i}]")
+
+    def _more(self, n: int) -> str:
+        handle = f" (id={self.entry_id}: expand it for all)" if self.entry_id else ""
+        return f"… {n:,} more{handle}"
+
+    def _ids_in_line(self, names: list[str]) -> str:
+        out, used = [], 0
+        for j, name in enumerate(names):
+            used += len(name) + 2
+            if used > self.id_chars:
+                out.append(self._more(len(names) - j))
+                break
+            out.append(name)
+        self.id_chars = max(0, self.id_chars - used)
+        return ", ".join(out)
+
+    def _id_table(self, items: list, hidden: list[int], indent: str) -> None:
+        """The id-like fields of every hidden row that is an object, one line per row, within
+        the rendering's id budget; then how many more, with the id to expand."""
+        rows = [i for i in hidden if isinstance(items[i], dict)]
+        cols = id_columns(items[i] for i in rows[:ID_SAMPLE])
+        if not cols:
+            return
+        self.lines.append(f"{indent}their {' | '.join(_key(k) for k in cols)}:")
+        for j, i in enumerate(rows):
+            line = f"{indent}[{i}] " + " | ".join(_cell(items[i].get(k)) for k in cols)
+            if len(line) + 1 > self.id_chars:
+                self.lines.append(f"{indent}{self._more(len(rows) - j)}")
+                self.id_chars = 0
+                return
+            self.id_chars -= len(line) + 1
+            self.lines.append(line)
 
     def _rescue(self, value: Any, indent: str, base: str) -> None:
         """keep_keys hidden in a folded or skipped part still show their full value."""
@@ -421,6 +481,42 @@ class _Renderer:
             return
         for path, found in _find_keys(value, self.keep, base):
             self.lines.append(f"{indent}↳ {path}: {_full(found)}")
+
+
+def id_like(key: Any) -> bool:
+    """``id``, ``uuid``, ``name``, ``path``, … or a key ending in one (``user_id``, ``userId``,
+    ``file-path``): what names a row for the next call."""
+    k = str(key)
+    low = k.lower()
+    if low in _ID_NAMES:
+        return True
+    for suffix in _ID_SUFFIXES:
+        if len(k) > len(suffix) and low.endswith(suffix):
+            cut = len(k) - len(suffix)
+            if k[cut - 1] in "_-." or (k[cut].isupper() and k[cut - 1].islower()):
+                return True
+    return False
+
+
+def id_columns(rows: Iterable[dict]) -> list[str]:
+    """The id-like keys with a scalar value in at least half of ``rows``, first seen first."""
+    seen: dict[str, int] = {}
+    n = 0
+    for row in rows:
+        n += 1
+        for k, v in row.items():
+            if id_like(k) and (v is None or isinstance(v, (str, int, float))):
+                seen[k] = seen.get(k, 0) + 1
+    return [k for k, c in seen.items() if c * 2 >= n][:MAX_ID_COLUMNS]
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    s = str(v) if not isinstance(v, bool) else json.dumps(v)
+    if "|" in s or "\n" in s or not s:
+        s = json.dumps(s, ensure_ascii=False)
+    return clip_line(s, MAX_ID_CHARS)
 
 
 def _find_keys(value: Any, keep: frozenset[str], base: str) -> list[tuple[str, Any]]:
@@ -621,7 +717,7 @@ class _Table:
             raise _Unparsed
         return cls(rows, delim)
 
-    def render(self) -> tuple[str, str]:
+    def render(self, entry_id: str | None = None) -> tuple[str, str]:
         header, data = self.rows[0], self.rows[1:]
         buf = io.StringIO()
         writer = csv.writer(buf, delimiter=self.delim, lineterminator="\n")
@@ -630,10 +726,29 @@ class _Table:
         lines = [clip_line(x, 400) for x in buf.getvalue().splitlines()]
         if len(data) > SAMPLES:
             lines.append(f"… {len(data) - SAMPLES:,} more rows")
+            lines += _csv_ids(header, data[SAMPLES:], SAMPLES + 1, entry_id)
         if len(data) <= CSV_SUMMARY_ROWS:
             lines.append(clip_line("columns: " + " | ".join(_column_summaries(header, data)), 1200))
         summary = f"{len(data):,} rows × {len(header)} columns; header + {SAMPLES} rows kept"
         return "\n".join(lines), summary
+
+
+def _csv_ids(header: list[str], rows: list[list[str]], first: int, entry_id: str | None) -> list:
+    """The id-like columns of the rows not shown, one line a row within ``ID_CHARS``."""
+    cols = [c for c, name in enumerate(header) if id_like(name.strip())][:MAX_ID_COLUMNS]
+    if not cols:
+        return []
+    out = ["their " + " | ".join(header[c].strip() for c in cols) + ":"]
+    spare = ID_CHARS
+    for j, row in enumerate(rows):
+        line = f"[{first + j}] " + " | ".join(_cell(row[c] if c < len(row) else None) for c in cols)
+        spare -= len(line) + 1
+        if spare < 0:
+            handle = f" (id={entry_id}: expand it for all)" if entry_id else ""
+            out.append(f"… {len(rows) - j:,} more{handle}")
+            break
+        out.append(line)
+    return out
 
 
 def _column_summaries(header: list[str], data: list[list[str]]) -> list[str]:

@@ -45,8 +45,9 @@ def _records(n: int) -> list[dict]:
 def test_arrays_keep_two_samples_and_count_the_rest():
     out = _run(json.dumps(_records(50), indent=2))
     assert "record-0" in out and "record-1" in out
-    assert "record-2" not in out and "record-49" not in out
+    assert "score: 14" not in out and "score: 343" not in out  # the rest: only their ids
     assert "… 48 more items of the same shape" in out
+    assert "[2] 2 | record-2" in out and "[49] 49 | record-49" in out
     assert MARKER_RE.search(out)
 
 
@@ -111,14 +112,25 @@ def test_facts_in_skipped_parts_survive():
 
 def test_csv_keeps_header_two_rows_and_column_types():
     rows = [f"{i},item {i},{i * 0.5}" for i in range(1, 301)]
-    text = "id,name,price\n" + "\n".join(rows) + "\n"
+    text = "qty,label,price\n" + "\n".join(rows) + "\n"
     out = _run(text, _opts("prices.csv"))
     lines = out.splitlines()
-    assert lines[:3] == ["id,name,price", rows[0], rows[1]]
+    assert lines[:3] == ["qty,label,price", rows[0], rows[1]]
     assert "… 298 more rows" in out
-    assert "id int 1..300" in out
+    assert "qty int 1..300" in out
     assert "price float 0.5..150" in out
-    assert "name text, 300 distinct" in out
+    assert "label text, 300 distinct" in out
+
+
+def test_csv_rows_keep_their_ids():
+    rows = [
+        f"{i},{i * 0.5},{'in stock' if i % 2 else 'sold out'},warehouse-{i % 7}" for i in range(300)
+    ]
+    text = "order_id,price,status,site\n" + "\n".join(rows) + "\n"
+    out = _run(text, _opts("orders.csv"))
+    assert "their order_id:" in out
+    assert all(f"[{i + 1}] {i}\n" in out + "\n" for i in range(2, 300))
+    assert "warehouse-5" not in out.split("their order_id:")[1]
 
 
 def test_tsv_is_sniffed_without_a_path():
@@ -343,3 +355,31 @@ def test_benchmark_megabyte_json(benchmark):
     text = path.read_text(encoding="utf-8")
     out = benchmark(compress_structured, text, _opts(str(path)))
     assert len(out.text) < len(text)
+
+
+def test_35_rows_with_ids_keep_every_id_and_path():
+    """Issue 22: query rows folded to "2 samples … 33 more items" hid 32 of 33 ids and paths the
+    agent used next. Every row's id-like fields stay; the rest of a row is still folded."""
+    rows = [
+        {
+            "id": 7000 + i,
+            "run_uuid": f"9f1c{i:04d}-aa",
+            "path": f"src/pkg_{i}/handler.py",
+            "status": "ok",
+            "body": "lorem ipsum dolor sit amet, " * 6,
+            "created_at": f"2026-01-{i % 28 + 1:02d}T10:00:00Z",
+        }
+        for i in range(35)
+    ]
+    out = _run(json.dumps(rows, indent=2), _opts())
+    assert all(str(7000 + i) in out for i in range(35))
+    assert all(f"src/pkg_{i}/handler.py" in out for i in range(35))
+    assert all(f"9f1c{i:04d}-aa" in out for i in range(35))
+    assert out.count("lorem ipsum") == 2  # the two samples only
+
+
+def test_id_like_keys():
+    like = ["id", "uuid", "user_id", "userId", "file-path", "name", "sha", "html_url", "key"]
+    unlike = ["paid", "valid", "status", "body", "monkey", "created_at", "Identity"]
+    assert all(structured.id_like(k) for k in like)
+    assert not any(structured.id_like(k) for k in unlike)
