@@ -52,9 +52,11 @@ Decisions
     2 KB preview). The replacement is the summary cut to ``GARDENER_HOOK_SUMMARY_TOKENS`` (2,000)
     and to the tool's limit with a margin, its facts first (``fit``); its first line holds the
     ``[full output stored: id=…]`` handle and names the ``expand`` and ``recall`` tools as Claude
-    Code names the plugin's. Other Read results (a file the model is about to edit; its outline
-    in the opt-in ``GARDENER_HOOK_READ_OUTLINE`` mode), a Read of given lines, edits, task lists
-    and subagent reports are never replaced: they are stored for recall, and above
+    Code names the plugin's. A path list (Glob, ``ls``, ``find``) is replaced by its tree of
+    names grouped by directory, never fewer names than Claude Code would have shown, whenever
+    that costs less than the list. Other Read results (a file the model is about to edit; its
+    outline in the opt-in ``GARDENER_HOOK_READ_OUTLINE`` mode), a Read of given lines, edits,
+    task lists and subagent reports are never replaced: they are stored for recall, and above
     ``NOTE_MIN_TOKENS`` get a one-line "stored as id=…" note. A summary is never appended next to
     an output the model sees whole: that would only add tokens; the exception is a failure
     (PostToolUseFailure cannot replace), whose summary in half the budget is added when it is
@@ -396,9 +398,16 @@ def replacement(tool_name: str, tool_response: Any, text: str) -> Any:
         shaped.update(result=text)
     elif tool_name == "Grep" and isinstance(resp.get("content"), str) and resp.get("content"):
         shaped.update(content=text, numLines=text.count("\n") + 1)
-    elif tool_name in ("Grep", "Glob") and isinstance(resp.get("filenames"), list):
-        lines = text.splitlines()
-        shaped.update(filenames=lines, numFiles=len(lines))
+    elif tool_name == "Glob" and isinstance(resp.get("filenames"), list):
+        # Claude Code shows ``filenames`` joined by newlines, then its own "Showing N of M"
+        # note counting them: the text goes in as one "name" and the note, counting the real
+        # files, is said here instead, so the model reads exactly this text
+        for key in ("truncated", "totalMatches", "countIsComplete"):
+            shaped.pop(key, None)
+        note = _glob_note(resp)
+        shaped.update(filenames=[f"{text}\n{note}" if note else text], truncated=False)
+    elif tool_name == "Grep" and isinstance(resp.get("filenames"), list):
+        shaped.update(filenames=[text])  # after Claude Code's "Found N files", N the real count
     elif tool_name == "Read" and resp.get("type") in (None, "text"):
         file = resp.get("file")
         if not isinstance(file, dict) or not isinstance(file.get("content"), str):
@@ -409,6 +418,24 @@ def replacement(tool_name: str, tool_response: Any, text: str) -> Any:
     else:
         return None
     return shaped
+
+
+def _glob_note(resp: dict) -> str | None:
+    """Claude Code's own line for a Glob it cut at 100 files (2.1.332's wording)."""
+    if not resp.get("truncated"):
+        return None
+    shown, total = len(resp.get("filenames") or []), resp.get("totalMatches")
+    if not isinstance(total, int):
+        return "(Results are truncated. Consider using a more specific path or pattern.)"
+    if resp.get("countIsComplete"):
+        return (
+            f"(Showing {shown} of {total} matching files; {total - shown} more are not listed."
+            " Narrow the pattern or path to see the rest.)"
+        )
+    return (
+        f"(Showing the first {shown} files; there are more than {total} matches. Narrow the"
+        " pattern or path to see the rest.)"
+    )
 
 
 def can_replace(
@@ -670,7 +697,9 @@ def _fitted_summary(
     """The text to stand in for an output: its summary (a Read's outline in outline mode), with
     the first line ``_summary_head``, cut to the summary budget and the tool's Claude Code limit
     with its facts first (``fit``); None when it saves too little: at most half the output's
-    tokens, unless the output is over Claude Code's limit (the model would get a 2 KB preview)."""
+    tokens, unless the output is over Claude Code's limit (the model would get a 2 KB preview).
+    A path list gets its tree instead (``_path_tree``)."""
+    from ..compress import paths
     from . import fit
 
     full = entry.tokens_original
@@ -686,6 +715,10 @@ def _fitted_summary(
     else:
         body = entry.summary
     over = limit is not None and fit.js_length(out.text) > limit
+    if kind is None and paths.MARKER_RE.search(body):
+        tree = _path_tree(out, entry, _summary_head(entry, out, None), limit, over)
+        if tree is not None or not over:
+            return tree
     if body == entry.original and not over:
         return None
     fitted = fit.fit(
@@ -700,6 +733,32 @@ def _fitted_summary(
     if fitted.tokens > REPLACE_MAX_RATIO * full and not over:
         return None
     return fitted.text
+
+
+def _path_tree(out: ToolOutput, entry: Any, head: str, limit: int | None, over: bool) -> Any:
+    """A path list's replacement: its tree (``compress/paths.py``) in the summary budget, with
+    never fewer names than Claude Code shows (all of an output within the tool's limit: Glob's
+    100 at most), so it replaces whenever it costs less than the list; None when it does not."""
+    from ..compress import paths
+    from ..tokens import count_tokens
+    from . import fit
+
+    found = paths.path_list(out.text)
+    if found is None:
+        return None
+    room = fit.room(limit)
+    tree = paths.render(
+        found,
+        fit.summary_tokens() - count_tokens(head, fit.MODEL),
+        entry.id,
+        fit.MODEL,
+        floor=0 if over else len(found.paths),
+        max_chars=None if room is None else room - fit.js_length(head),
+    )
+    text = redact(f"{head}\n{tree}")
+    if count_tokens(text, fit.MODEL) >= entry.tokens_original and not over:
+        return None
+    return text
 
 
 def _facts(text: str) -> dict:

@@ -413,11 +413,33 @@ def test_replacements_keep_each_tools_result_shape():
     grep = {"mode": "content", "numFiles": 0, "filenames": [], "content": "a\nb"}
     assert claude_hooks.replacement("Grep", grep, "S1\nS2")["content"] == "S1\nS2"
     files = {"mode": "files_with_matches", "filenames": ["a", "b", "c"], "numFiles": 3}
+    # Claude Code prints "Found {numFiles} files" then the names: the real count, then the text
     assert claude_hooks.replacement("Grep", files, "a\n[x]") == {
         "mode": "files_with_matches",
-        "filenames": ["a", "[x]"],
-        "numFiles": 2,
+        "filenames": ["a\n[x]"],
+        "numFiles": 3,
     }
+    # Glob: the names joined, then its own "Showing N of M" note, which would count the
+    # summary's lines as files: the text is one name, the note (about the real files) says it
+    glob = {
+        "filenames": ["a", "b"],
+        "numFiles": 2,
+        "truncated": True,
+        "totalMatches": 300,
+        "countIsComplete": True,
+        "durationMs": 5,
+    }
+    assert claude_hooks.replacement("Glob", glob, "[full output stored: id=x] S\nT") == {
+        "filenames": [
+            "[full output stored: id=x] S\nT\n(Showing 2 of 300 matching files; 298 more are"
+            " not listed. Narrow the pattern or path to see the rest.)"
+        ],
+        "numFiles": 2,
+        "truncated": False,
+        "durationMs": 5,
+    }
+    whole = {"filenames": ["a"], "numFiles": 1, "truncated": False, "durationMs": 1}
+    assert claude_hooks.replacement("Glob", whole, "S\nT")["filenames"] == ["S\nT"]
     web = {"bytes": 9, "code": 200, "result": "page", "url": "u"}
     assert claude_hooks.replacement("WebFetch", web, "S")["result"] == "S"
     assert claude_hooks.replacement("Bash", "Error: Exit code 1\nboom", "S") == "S"
@@ -1952,3 +1974,61 @@ def test_the_servers_name_changes_with_any_module_of_the_package(tmp_path):
     assert claude_hooks._newest_code(str(tmp_path)) == first
     os.utime(tmp_path / "store" / "db.py", ns=(2 * 10**18, 2 * 10**18))
     assert claude_hooks._newest_code(str(tmp_path)) == 2 * 10**18 != first
+
+
+def glob_payload(repo: Path, filenames: list[str], truncated: bool = True) -> dict:
+    return {
+        "session_id": "g1",
+        "cwd": str(repo),
+        "tool_name": "Glob",
+        "tool_input": {"pattern": "**/*.md"},
+        "tool_response": {
+            "filenames": filenames,
+            "durationMs": 12,
+            "numFiles": len(filenames),
+            "truncated": truncated,
+            "totalMatches": 300,
+            "countIsComplete": True,
+        },
+    }
+
+
+def test_a_glob_is_replaced_by_its_tree_with_every_name_claude_code_shows(repo):
+    """Issue 22: the model got ``[×100] docs/area_<n>/…`` for a Glob of 300 files, zero usable
+    paths where plain Claude Code shows 100. Now every one of the 100, and the id."""
+    from tests.compress.test_paths import names_under, similar_files
+
+    filenames = [p[2:] for p in similar_files()][:100]  # what Glob returns: 100, relative
+    spec = handle("PostToolUse", glob_payload(repo, filenames))["hookSpecificOutput"]
+    shaped = spec["updatedToolOutput"]
+    [seen] = shaped["filenames"]  # the model reads exactly this text
+    eid = entry_id("\n".join(filenames))
+    assert seen.startswith(f"[full output stored: id={eid}] ")
+    assert names_under(seen) == set(filenames)
+    assert seen.endswith(
+        "(Showing 100 of 300 matching files; 200 more are not listed. Narrow"
+        " the pattern or path to see the rest.)"
+    )
+    assert shaped["truncated"] is False and "totalMatches" not in shaped
+    assert count_tokens(seen) < count_tokens("\n".join(filenames))
+
+
+def test_a_find_keeps_all_names_claude_code_shows_beyond_the_budget(repo, monkeypatch):
+    """Bash passes up to 30,000 characters whole: a tree of fewer names would show less than
+    plain Claude Code, so the budget gives way to them."""
+    from tests.compress.test_paths import names_under, similar_files
+
+    monkeypatch.setenv("GARDENER_HOOK_SUMMARY_TOKENS", "500")
+    listed = similar_files()
+    stdout = "\n".join(listed)
+    payload = {
+        "session_id": "f1",
+        "cwd": str(repo),
+        "tool_name": "Bash",
+        "tool_input": {"command": "find . -name '*.md'"},
+        "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False},
+    }
+    seen = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
+    assert seen.startswith(f"[full output stored: id={entry_id(stdout)}] ")
+    assert names_under(seen) == set(listed)
+    assert count_tokens(seen) < count_tokens(stdout)
