@@ -140,6 +140,14 @@ class SessionFigures:
     facts_kept: int = 0
     facts_lost: list[str] = field(default_factory=list)
     saved_at: dict[int, int] = field(default_factory=dict)  # API call -> tool tokens saved
+    # ids and paths a tool call used from the result just before it, those the model still saw
+    # with the gardener (``bench/next_refs.py``), the same for results the hooks replaced, and
+    # examples of the missing ones
+    next_used: int = 0
+    next_kept: int = 0
+    next_used_replaced: int = 0
+    next_kept_replaced: int = 0
+    next_lost: list[str] = field(default_factory=list)
     to_compaction: dict[str, Any] = field(default_factory=dict)  # see ``until_compaction``
 
     def to_json(self) -> dict[str, Any]:
@@ -280,7 +288,7 @@ class HookIngest(PipelineIngest):
         the output as it was)."""
         from aider_gardener.pipeline import entry_id
 
-        self.seen_text = None
+        self.seen_text = self.replaced = None
         if call.is_error:
             event = "PostToolUseFailure"
             stored = self.hooks.tool_output(call.name, call.input, output)
@@ -301,6 +309,7 @@ class HookIngest(PipelineIngest):
             return None
         seen = entry.tokens_original
         replaced = _shown_text(answer.get("updatedToolOutput"), call.name)
+        self.replaced = replaced
         if replaced is not None:
             seen = count_tokens(replaced, MODEL)
             self.seen_text = replaced
@@ -491,12 +500,15 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig, origin, by_command)
 
     if not call.answered:
         return
+    _next_refs(fig, call, getattr(t, "last_replaced", None))
+    t.last_replaced = None
     rel = relative(call.path, t.cwd) if call.path else None
     if call.output.strip():
         t0 = time.perf_counter()
         done = ingest.tool(call, call.output)
         fig.ingest_ms.append((time.perf_counter() - t0) * 1000)
         _facts_seen(fig, call, ingest.seen_text)
+        t.last_replaced = (call, getattr(ingest, "replaced", None))
         before = count_tokens(call.output, MODEL)
         fig.tool_outputs += 1
         fig.tool_tokens_before += before
@@ -536,6 +548,29 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig, origin, by_command)
     if call.name in EDIT_TOOLS and rel and not call.is_error:
         tracker.on_edit_applied([rel], turn)
         files.add(rel)
+
+
+def _next_refs(fig: SessionFigures, call: Any, last: tuple[Any, str | None] | None) -> None:
+    """The ids and paths ``call`` used from the result just before it, and how many of them the
+    model still saw: all of them unless the hooks replaced the result, then those the
+    replacement names (``next_refs``)."""
+    from . import next_refs
+
+    if last is None:
+        return
+    before, seen = last
+    refs = next_refs.used(call.input, before.output)
+    fig.next_used += len(refs)
+    if seen is None:
+        fig.next_kept += len(refs)
+        return
+    fig.next_used_replaced += len(refs)
+    for ref in refs:
+        if next_refs.kept(ref, seen):
+            fig.next_kept += 1
+            fig.next_kept_replaced += 1
+        elif len(fig.next_lost) < 20:
+            fig.next_lost.append(f"{ref} ({before.name} `{before.command[:50]}` -> {call.name})")
 
 
 def _facts_seen(fig: SessionFigures, call: Any, seen: str | None) -> None:
@@ -754,6 +789,10 @@ def totals(sessions: list[SessionFigures]) -> dict[str, Any]:
         "checkpoint_tokens": sum(c.checkpoint_tokens for c in comps),
         "output_facts_found": sum(s.facts_found for s in sessions),
         "output_facts_kept": sum(s.facts_kept for s in sessions),
+        "next_used": sum(s.next_used for s in sessions),
+        "next_kept": sum(s.next_kept for s in sessions),
+        "next_used_replaced": sum(s.next_used_replaced for s in sessions),
+        "next_kept_replaced": sum(s.next_kept_replaced for s in sessions),
     }
     sims = [s.to_compaction for s in sessions if s.to_compaction]
     out["grown_without"] = sum(x["grown_without"] for x in sims)
@@ -1006,6 +1045,16 @@ def print_compaction_table(sessions: list[SessionFigures], file: Any = None) -> 
     for s in sessions:
         for line in s.facts_lost:
             print(f"  lost in {s.name.replace('cc_session__', '')[:40]}: {line}", file=file)
+    kept = _frac(tot["next_kept"], tot["next_used"])
+    replaced = _frac(tot["next_kept_replaced"], tot["next_used_replaced"])
+    print(
+        f"ids/paths the next tool call used from a result, that the model saw: {kept};"
+        f" from results the hooks replaced: {replaced}",
+        file=file,
+    )
+    for s in sessions:
+        for line in s.next_lost:
+            print(f"  missing in {s.name.replace('cc_session__', '')[:40]}: {line}", file=file)
 
 
 def print_missing(sessions: list[SessionFigures], file: Any = None) -> None:
