@@ -35,10 +35,16 @@ from .session import GardenerSession, passive_coders
 def _command_outcome():
     """Capture ``(exit status, output)`` of the shell commands Aider's ``cmd_run`` makes, by
     wrapping the ``run_cmd`` it looks up in its module at call time (whatever is there: the
-    replay bench puts its own)."""
+    replay bench puts its own). Aider's own is replaced by run_cmd.py's, which reads the
+    command's terminal to its end (Aider's can lose the last lines, where the error is)."""
     import aider.commands as aider_commands
+    import aider.run_cmd as aider_run_cmd
+
+    from .run_cmd import run_cmd as whole_output
 
     real = aider_commands.run_cmd
+    if real is aider_run_cmd.run_cmd:
+        real = whole_output
     seen: list = []
 
     def spy(*args: Any, **kwargs: Any):
@@ -47,12 +53,13 @@ def _command_outcome():
             seen.append(res)
         return res
 
+    saved = aider_commands.run_cmd
     aider_commands.run_cmd = spy
     try:
         yield seen
     finally:
         if aider_commands.run_cmd is spy:
-            aider_commands.run_cmd = real
+            aider_commands.run_cmd = saved
 
 
 class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Commands):
