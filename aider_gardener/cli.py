@@ -1,4 +1,5 @@
-"""``python -m aider_gardener``: the content pipeline from the shell, for users and benchmarks.
+"""``aider-gardener compress|demo`` (or ``python -m aider_gardener``): the content pipeline from
+the shell, for users and benchmarks.
 
     compress PATH|- [--class CLASS] [--model MODEL] [--json] [--store [STORE]] [--facts]
     demo            compress sample outputs and print before/after with token counts
@@ -21,10 +22,9 @@ from .types import CompressionResult, ContentClass, Source
 SHARED_OUTPUTS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tool_outputs"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m aider_gardener", description=__doc__.split("\n")[0]
-    )
+def main(argv: list[str] | None = None, prog: str = "python -m aider_gardener") -> int:
+    """``prog``: how usage lines name the command (``aider-gardener compress`` runs this too)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("compress", help="classify and compress a file, a directory or stdin (-)")
     p.add_argument("path")

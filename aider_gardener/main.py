@@ -51,7 +51,67 @@ def gardener_parser(default_config_files: list[str], git_root: str | None) -> An
     for action in parser._actions:
         if action.dest == "version":
             action.version = version_line()
+    parser.description = DESCRIPTION
+    for group in parser._action_groups:
+        if group.title == "gardener":
+            group.description = gardener_help()
     return parser
+
+
+DESCRIPTION = (
+    "aider-gardener is aider (AI pair programming in your terminal) with the chat context"
+    " compressed incrementally, without an LLM call; every original is kept in a local store"
+    " and can be recalled. All of aider's options work; the gardener's options, chat commands"
+    " and subcommands are under 'gardener' below."
+)
+
+
+def gardener_help() -> str:
+    """What ``--help`` says under the ``gardener`` heading: the chat commands this tool adds
+    (found on ``GardenCommands``, so a new command is listed without editing this) and the
+    subcommands. Aider's own help lists only options, and a user who never reads the README
+    would not learn that ``/recall`` or ``aider-gardener compress`` exist."""
+    from aider.commands import Commands
+
+    from .integration.commands import GardenCommands
+
+    names = sorted(
+        {
+            name[4:].replace("_", "-")
+            for klass in GardenCommands.__mro__
+            if klass is not Commands and not issubclass(Commands, klass)
+            for name in vars(klass)
+            if name.startswith("cmd_") and not hasattr(Commands, name)
+        },
+        key=lambda n: (COMMAND_ORDER.index(n) if n in COMMAND_ORDER else len(COMMAND_ORDER), n),
+    )
+    commands = " ".join(f"/{n}" for n in names)
+    return (
+        f"Chat commands it adds (type /help in the chat for each): {commands}; /tokens also"
+        " counts the session state and recalled context. Subcommands, instead of a chat:"
+        " 'aider-gardener compress PATH|-' classifies and compresses a file, a folder or stdin"
+        " (--store keeps the originals; --help for more), 'aider-gardener mcp' serves the store"
+        " to MCP clients, 'aider-gardener claude' installs the Claude Code plugin."
+    )
+
+
+# The order --help lists the chat commands in: recall first (what users look for), then the
+# context's size, then continuity; commands not named here follow alphabetically.
+COMMAND_ORDER = [
+    "recall",
+    "show",
+    "forget",
+    "restore",
+    "pin",
+    "unpin",
+    "state",
+    "context-pressure",
+    "evict",
+    "checkpoint",
+    "checkpoints",
+    "resume",
+    "soft-restart",
+]
 
 
 def version_line() -> str:
@@ -116,6 +176,7 @@ def main(argv=None, input=None, output=None, force_git_root=None, return_coder=F
 # argument named like these (its positionals are file names), so a file called ``mcp`` is still
 # reachable as ``./mcp``.
 SUBCOMMANDS = {
+    "compress": "aider_gardener.cli",  # the content pipeline on a file, a folder or stdin
     "mcp": "aider_gardener.clients.mcp_server",  # stdio MCP server over the project's store
     "hook": "aider_gardener.clients.claude_hooks",  # one Claude Code hook: JSON on stdin
     "claude": "aider_gardener.clients.claude_install",  # install the Claude Code plugin
@@ -126,6 +187,8 @@ def run_subcommand(word: str, rest: list[str]) -> int:
     import importlib
 
     module = importlib.import_module(SUBCOMMANDS[word])
+    if module.__name__ == "aider_gardener.cli":  # its parser takes the word itself
+        return module.main([word, *rest], prog="aider-gardener")
     return module.main(rest)
 
 
