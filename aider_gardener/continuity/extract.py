@@ -444,6 +444,70 @@ def partial_output(command: str | None) -> bool:
         return True
 
 
+# Programs that print files as they are: their output is the files' text, so an error it
+# mentions (a docstring's ``Raises: ValueError: …``, a doctest's traceback) is no error of the
+# command. ``sed`` prints a file too (changed or a range of it).
+_VIEWERS = frozenset(
+    {"cat", "head", "tail", "less", "more", "bat", "batcat", "nl", "sed", "type", "view", "tac"}
+)
+# A file a program writes its log into: what a viewer shows of it is that program's errors.
+_LOG_FILE = re.compile(r"(?:^|[/._-])(?:log|logs|out|err|stderr|stdout)(?:$|[/._-])|\.log\b", re.I)
+
+
+def prints_files(command: str | None) -> bool:
+    """Whether a shell line only prints files that are not logs (``cat app.py``, ``sed -n
+    1,40p a.py; sleep 1``): issue 23, a docstring printed with ``cat`` became an open error.
+    Never raises."""
+    try:
+        parts = _main_parts(command or "")
+        if not parts:
+            return False
+        for stages in parts:
+            words = stages[0]
+            if re.split(r"[\\/]", words[0])[-1] not in _VIEWERS:
+                return False
+            files = [w for w in words[1:] if not w.startswith("-") and not w.isdigit()]
+            if not files or any(_LOG_FILE.search(f) for f in files):
+                return False
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+# A frame of a real stack trace (Python, Java/JS/.NET, Go): a program that crashed prints one;
+# a docstring's or a commit message's "ValueError: …" has none.
+_FRAME = re.compile(
+    r'^\s*(?:File "[^"\n]+", line \d+|at [\w$.<>\[\]/-]+ ?\(|goroutine \d+ \[)', re.M
+)
+# What may come before a log record's level: a time stamp, a pid, brackets, a logger name in
+# capitals; not words of a sentence (``Errors are logged as "ERROR: bad row"``).
+_LOG_PREFIX = re.compile(r"^[\s\d\[\]():.,/+TZ|-]*(?:[A-Z][A-Z_]*[\s\]:|-]+)?$")
+
+
+def real_errors(errors: list[ErrorSig], output: str) -> list[ErrorSig]:
+    """Of the errors found in the output of a command that exited 0, those the output shows
+    happening: failing tests, diagnostics and panics, a log record whose level heads its line,
+    and exceptions when a stack frame or one of those backs them (an Odoo log's ``ERROR …``
+    then ``ValueError: …`` behind a ``grep``); not text that mentions an error (a docstring's
+    ``Raises: ValueError: …``, a commit message). Never raises."""
+    try:
+        kept = []
+        for e in errors:
+            if e.kind == "log":
+                m = re.search(r"\b(?:FATAL|ERROR|CRITICAL|SEVERE)\b", e.line)
+                if m is None or not _LOG_PREFIX.match(e.line[: m.start()]):
+                    continue
+            if e.kind == "error" and e.line.startswith("error: "):
+                continue  # a tool that says ``error: …`` and then exits 0 reports no failure
+            kept.append(e)
+        backed = any(e.kind != "exception" for e in kept) or bool(
+            _FRAME.search(strip_ansi(window(output)))
+        )
+        return [e for e in kept if backed or e.kind != "exception" or e.line.startswith("panic")]
+    except Exception:  # noqa: BLE001
+        return errors
+
+
 def answer_exit(command: str | None, code: int | None) -> bool:
     """Whether exit status ``code`` of this line is an answer, not a failure: ``grep`` found
     nothing, ``diff`` found differences (status 1 of the last program that ran). Never
@@ -843,6 +907,23 @@ def is_substantive(prompt: str) -> bool:
         if not words:
             return False
         return not all(w in _ACK_WORDS for w in words)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+# "can you …?", "could we …?", "please …?": a request put as a question
+_ASKS_FOR_WORK = re.compile(r"^(?:(?:can|could|would|will)\s+(?:you|we|u)\b|please\b)", re.I)
+
+
+def is_question(prompt: str) -> bool:
+    """A question about the work ("where were we?", "what about negative numbers?", "why does
+    it fail?"), not a request for new work: it keeps the goal (issue 23: "where were we?"
+    became the goal). "Can you add …?" asks for work. Never raises."""
+    try:
+        text = _CHAT_MODES.sub("", (prompt or "")[:MAX_MESSAGE].strip(), count=1).strip()
+        if not text.endswith("?") or "\n" in text.strip():
+            return False
+        return not _ASKS_FOR_WORK.match(text)
     except Exception:  # noqa: BLE001
         return False
 

@@ -14,7 +14,13 @@ relate events across turns:
 Rules worth knowing (the state block and checkpoints show the results):
 
 * goal: each substantive prompt (``extract.is_substantive``) that does not say the last attempt
-  failed (and does not only state rules) replaces the previous goal.
+  failed (and does not only state rules) replaces the previous goal, unless it is a question
+  about the work (``extract.is_question``: "where were we?"), which keeps the goal it asks
+  about.
+* errors come from output that shows them happening: a command that exited 0 has none in
+  what it printed of files (``extract.prints_files``: ``cat app.py``), and of the rest only
+  failing tests, diagnostics, exceptions with a stack frame and log records whose level heads
+  the line count (``extract.real_errors``), not text that mentions an error.
 * an error is resolved when the command that showed it runs again *completely* (exit 0, no
   errors, a test run with counts, or only listing-kind errors: tests, compiler, lint) without
   it. "Again" means the same ``extract.command_family`` (Claude Code writes one command as
@@ -274,7 +280,9 @@ class FactTracker:
         rules = extract.decisions_in(body, "user") if not body.startswith("/") else []
         # A prompt that only states rules ("use httpx instead of requests") keeps the goal.
         only_rules = bool(rules) and len(list(extract.sentences(body))) <= len(rules)
-        if not failed and not only_rules and extract.is_substantive(prompt):
+        # A question about the work keeps the goal it is about; a first one is the goal.
+        asked = extract.is_question(body) and bool(self.book.find("goal"))
+        if not failed and not only_rules and not asked and extract.is_substantive(prompt):
             words = " ".join(x for x in extract.prose_lines(body) if x)
             self.book.add("goal", "goal", clip(words or body), turn, entry_id=entry)
         for kind, key, line in rules:
@@ -313,6 +321,10 @@ class FactTracker:
         if extract.answer_exit(raw_command, code):
             code = 0  # grep found nothing, diff found differences: an answer, not a failure
             errors = [e for e in errors if e.kind != "exit" and not _exit_only(e)]
+        if code in (None, 0) and extract.prints_files(raw_command):
+            errors = []  # the text of files (a docstring's "Raises: ValueError"), not errors
+        elif code == 0:
+            errors = extract.real_errors(errors, _text(output))
         if not errors and code not in (None, 0):
             errors.append(_exit_error(family, code, _text(output)))
         for sig in errors:

@@ -1,5 +1,5 @@
-"""Continuity chat commands: ``/checkpoint [note]``, ``/checkpoints``, ``/soft-restart``,
-``/resume [NAME]`` (with tab completion of the checkpoint names).
+"""Continuity chat commands: ``/state``, ``/checkpoint [note]``, ``/checkpoints``,
+``/soft-restart``, ``/resume [NAME]`` (with tab completion of the checkpoint names).
 
 A mixin of ``GardenCommands`` (commands.py); it uses ``self.coder``, ``self.io`` and
 ``self._active()`` from there.
@@ -12,6 +12,31 @@ from pathlib import Path
 
 class ContinuityCommands:
     # -- continuity ----------------------------------------------------------------------------
+
+    def cmd_state(self, args):
+        "Show the session-state block the model gets before the chat history (goal, errors...)"
+        # Issue 23: only --verbose showed it, so a wrong goal or a false open error was invisible
+        # until the model acted on it.
+        session = self._active()
+        if session is None:
+            self.io.tool_error("The gardener is off in this session.")
+            return
+        if session.config.state_tokens <= 0:
+            self.io.tool_output("No session state: the block is off (--gardener-state-tokens 0).")
+            return
+        keeper = session.keeper()
+        pair = keeper.state_pair(self.coder)
+        if not pair:
+            self.io.tool_output(
+                "No session state yet: it starts with your first request, a file in the chat or"
+                " a command's output."
+            )
+            return
+        self.io.tool_output(pair[0]["content"].rstrip())
+        self.io.tool_output(
+            f"({keeper.state_tokens(self.coder):,} tokens, at most"
+            f" {session.config.state_tokens:,}; sent before the chat history of every request)"
+        )
 
     def cmd_checkpoint(self, args):
         "Save a checkpoint of the session's facts (files, errors, decisions): /checkpoint [note]"

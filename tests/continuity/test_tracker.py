@@ -649,3 +649,51 @@ def test_real_odoo_install_errors_close_when_the_install_passes():
     assert {f.status for f in install} == {"resolved"}
     others = [f for f in book.find("error") if f not in install]
     assert [f.detail.get("resolved_said") for f in others] == [None] * len(others)
+
+
+DOCSTRING = '''"""Parsing helpers.
+
+parse() raises ValueError: invalid literal for int() when the text is not a number.
+Errors are logged as "ERROR: bad row" and the caller gets None.
+error: this line only mentions an error
+
+    >>> parse("x")
+    Traceback (most recent call last):
+      ...
+    ValueError: invalid literal for int() with base 10: 'x'
+"""
+'''
+
+
+def test_a_printed_file_or_a_commit_message_is_no_error():
+    """Issue 23: a docstring printed with ``cat`` became an open error. Errors come from output
+    that failed or shows one happening, not from text that mentions one."""
+    t = FactTracker()
+    t.on_output("cat app/parse.py; sleep 1", DOCSTRING, 1, "o1", exit_code=0)
+    t.on_output("sed -n 1,20p app/parse.py", DOCSTRING, 1, "o2", exit_code=0)
+    t.on_output("python -c 'help(parse)'", DOCSTRING, 1, "o3", exit_code=0)
+    t.on_output("git log -1", "commit abc\n\n    fix ValueError: bad amount in rows\n", 1, "o4", 0)
+    assert open_errors(t) == []
+    t.on_output("cat missing.py", "cat: missing.py: No such file or directory\n", 2, "o5", 1)
+    assert len(open_errors(t)) == 1  # a viewer that failed did fail
+
+
+def test_an_output_that_exited_zero_still_shows_real_errors():
+    t = FactTracker()
+    crash = 'Traceback (most recent call last):\n  File "a.py", line 3, in <module>\nKeyError: 7\n'
+    t.on_output("python serve.py", crash, 1, "o1", exit_code=0)
+    t.on_output("tail -n 20 logs/app.log", "2026-05-05 23:10:11 ERROR db: pool exhausted\n", 1)
+    assert open_errors(t) == ["KeyError: 7", "ERROR db: pool exhausted"]
+
+
+def test_a_question_keeps_the_goal_a_new_request_replaces_it():
+    """Issue 23: the goal was "where were we?", the last question asked."""
+    t = FactTracker()
+    t.on_prompt("where do we start?", 1)  # the first request, even as a question
+    assert texts(t, "goal") == ["where do we start?"]
+    t.on_prompt("make parse accept floats like 3.5 and round them", 2)
+    for question in ("where were we?", "what about negative numbers?", "/ask why does it fail?"):
+        t.on_prompt(question, 3)
+    assert texts(t, "goal") == ["make parse accept floats like 3.5 and round them"]
+    t.on_prompt("can you add a --strict flag to the CLI?", 4)  # asks for work
+    assert texts(t, "goal") == ["can you add a --strict flag to the CLI?"]
