@@ -127,6 +127,7 @@ class RecallHit:
     created: float
     excerpt: str = ""
     via: str = ""  # "fts", "vector", "fts+vector", or "reply" (credited by its reply)
+    similarity: float = 0.0  # cosine of the best chunk to the query; 0.0 when vectors missed it
 
 
 def recall(
@@ -153,10 +154,13 @@ def recall(
     n = max(CANDIDATES, 2 * limit)
     rankings: dict[str, list[str]] = {}
     excerpt_chunk: dict[str, str] = {}
+    similarity: dict[str, float] = {}
     if mode in ("hybrid", "fts"):
         rankings["fts"] = [eid for eid, _ in store.fts_search(query, n, wanted)]
     if mode in ("hybrid", "vector"):
-        rankings["vector"], excerpt_chunk = _vector_ranking(store, query, n, rerank is True)
+        rankings["vector"], excerpt_chunk, similarity = _vector_ranking(
+            store, query, n, rerank is True
+        )
 
     candidates = list(dict.fromkeys(eid for ranked in rankings.values() for eid in ranked))
     if not candidates:
@@ -203,6 +207,7 @@ def recall(
                 created=e.created,
                 excerpt=excerpts.get(excerpt_chunk.get(eid, ""), ""),
                 via="+".join(found_by[eid]),
+                similarity=similarity.get(eid, 0.0),
             )
         )
     if full and hits:
@@ -220,11 +225,12 @@ def recall_vectors_only(store: Any, query: str, classes=None, limit: int = 5, fu
 
 def _vector_ranking(
     store: Any, query: str, n: int, explicit: bool = False
-) -> tuple[list[str], dict[str, str]]:
-    """Entries in order of their best chunk's similarity, and that chunk's id per entry."""
+) -> tuple[list[str], dict[str, str], dict[str, float]]:
+    """Entries in order of their best chunk's similarity, that chunk's id per entry, and its
+    cosine similarity per entry (what ``floor.close`` judges a hit by)."""
     index = getattr(store, "vectors", None)
     if index is None or not index.healthy:
-        return [], {}
+        return [], {}, {}
     worker = getattr(store, "_worker", None)
     if worker is not None and getattr(worker, "alive", False) and not index.ready:
         # The worker is still loading the model or opening chromadb (seconds): a query now
@@ -234,7 +240,7 @@ def _vector_ranking(
         # (a /recall before the first message), and opening it here costs a fraction of a
         # second instead of a first /recall that finds nothing by meaning.
         if not (explicit and _model_loaded() and index.warm()):
-            return [], {}
+            return [], {}, {}
     hidden = getattr(store, "hidden_ids", None)
     exclude = sorted(hidden()) if hidden is not None else []
     try:
@@ -244,14 +250,16 @@ def _vector_ranking(
             hits = index.query(query, n * CHUNKS_PER_CANDIDATE)
     except Exception as err:  # noqa: BLE001 - the index promises not to raise; never crash recall
         log.warning("gardener: vector query failed (%s); using full-text search only", err)
-        return [], {}
+        return [], {}, {}
     ranked: list[str] = []
     best_chunk: dict[str, str] = {}
-    for chunk_id, entry_id, _similarity in hits:  # best first
+    best: dict[str, float] = {}
+    for chunk_id, entry_id, sim in hits:  # best first
         if entry_id not in best_chunk:
             best_chunk[entry_id] = chunk_id
+            best[entry_id] = float(sim)
             ranked.append(entry_id)
-    return ranked, best_chunk
+    return ranked, best_chunk, best
 
 
 def _model_loaded() -> bool:
