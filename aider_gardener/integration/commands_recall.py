@@ -36,6 +36,7 @@ import sys
 from typing import Any
 
 from ..redact import redact, secret_kinds
+from ..store.floor import close
 from ..tokens import count_tokens
 from .ingest import RECALL_HEADER, model_name, swap
 from .session import MessageMeta, window_of
@@ -50,8 +51,11 @@ SCAN_CHARS = 4_000_000
 # /show looks for secrets in this much of an original, to say so (detection costs ~0.5 s a MB)
 SECRET_SCAN_CHARS = 1_000_000
 SHOW_LINES = 40
+HEADER_CHARS = 100  # a hit's header line when the terminal's width is unknown
 SHOWN_DIRNAME = "shown"
 RECALL_REPLY = "Ok."
+# What stands in the chat for a prompt or reply /forget took out (its turn must stay)
+FORGOTTEN_NOTE = "[removed from the chat by /forget: id={id}]"
 # The room an addition may take: up to the line above which the gardener's preflight would evict
 # hard before the next request (mixin.PREFLIGHT_SHARE), minus the prompt as it would be sent now.
 ROOM_SHARE = 0.95
@@ -92,6 +96,16 @@ def _origin(entry: Any) -> str:
     if getattr(entry, "path", None):
         return f"  {entry.path}"
     return ""
+
+
+def _one_line(text: str) -> str:
+    """``text`` as one terminal line: whitespace runs (a multi-line command) as one space, cut
+    with "…" to the terminal's width less one (a full line wraps on some terminals), or to
+    ``HEADER_CHARS`` when stdout is not a terminal. A hit's header named its whole command, and
+    a 700-character one took four lines per hit."""
+    text = re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", text).rstrip()
+    width = max(40, shutil.get_terminal_size((HEADER_CHARS + 1, 24)).columns - 1)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _hidden_note(entry: Any) -> str | None:
@@ -135,17 +149,24 @@ class RecallCommands:
             query = " ".join(words)
             hits = store.recall(query, limit=RECALL_LIMIT, rerank=True)
             note = _full_text_only(store)
+            found = store.get_entries([h.entry_id for h in hits]) if hits else {}
+            hits = [  # the nearest entries are not matches: below the floor is not listed
+                h
+                for h in hits
+                if h.entry_id in found and close(h, query, found[h.entry_id].original)
+            ]
             if not hits:
                 ids = [w for w in words if ENTRY_ID.match(w)]
                 for w in ids:
                     self.io.tool_error(f"No stored entry {w}.")
                 if not ids:
-                    self.io.tool_output(f"Nothing stored matches {query!r}{note}.")
+                    self.io.tool_output(
+                        f"No close match for {query!r} in this session's store{note}."
+                    )
                 return
             if note:
                 self.io.tool_output(f"Searched{note}.")
-            found = store.get_entries([h.entry_id for h in hits])
-            entries = [found[h.entry_id] for h in hits if h.entry_id in found]
+            entries = [found[h.entry_id] for h in hits]
             excerpts = {h.entry_id: getattr(h, "excerpt", "") or h.text for h in hits}
         else:
             query, excerpts = "", {}
@@ -184,7 +205,9 @@ class RecallCommands:
 
     def _list_entry(self, entry: Any, query: str, excerpt: str) -> None:
         self.io.tool_output(
-            f"{entry.id}  {entry.cls:<10} {entry.tokens_original:>7,} tokens{_origin(entry)}"
+            _one_line(
+                f"{entry.id}  {entry.cls:<10} {entry.tokens_original:>7,} tokens{_origin(entry)}"
+            )
         )
         lines, matched = matching_lines(entry.original, query) if query else ([], 0)
         if lines:
@@ -362,8 +385,10 @@ class RecallCommands:
         text = entry.original.rstrip("\n")
         lines = text.splitlines()
         self.io.tool_output(
-            f"id={entry.id}  {entry.cls}  {entry.tokens_original:,} tokens,"
-            f" {len(lines):,} lines{_origin(entry)}"
+            _one_line(
+                f"id={entry.id}  {entry.cls}  {entry.tokens_original:,} tokens,"
+                f" {len(lines):,} lines{_origin(entry)}"
+            )
         )
         kinds = secret_kinds(text[:SECRET_SCAN_CHARS])
         if kinds:
@@ -429,11 +454,76 @@ class RecallCommands:
                 continue
             copies = store.copies_of(w)
             them = f"id={w} and {_copies(len(copies))}" if copies else f"id={w}"
-            self.io.tool_output(
-                f"Forgot {them}: recall, /recall {w} and /show {w} no longer show"
-                f" {'them' if copies else 'it'}. /restore {w} brings {'them' if copies else 'it'}"
-                " back."
+            it = "them" if copies else "it"
+            gone = {w, *copies}
+            removed, tokens, kept = self.gardener.attempt(
+                "forget", self._forget_in_chat, gone, default=(None, 0, 0)
             )
+            if kept:
+                self.io.tool_output(
+                    f"Forgot {them} in the store; the chat keeps {it} inside recalled context"
+                    " that holds other entries until it is evicted (/clear removes it now)."
+                )
+            elif removed is None:
+                self.io.tool_output(
+                    f"Forgot {them}: removed from the store; the chat could not be checked, it"
+                    f" may still hold {it} until evicted (/clear removes it)."
+                )
+            elif removed:
+                self.io.tool_output(
+                    f"Forgot {them}: removed from the store and from the chat ({tokens:,}"
+                    f" tokens). /restore {w} brings {it} back to the store."
+                )
+            else:
+                self.io.tool_output(
+                    f"Forgot {them}: removed from the store; the chat did not hold {it}."
+                    f" /restore {w} brings {it} back."
+                )
+
+    def _forget_in_chat(self, gone: set[str]) -> tuple[int, int, int]:
+        """Take forgotten entries out of the chat: (messages taken out, tokens that freed,
+        messages that must keep them). A message of its own goes: an output or a recalled
+        block of only forgotten entries with the "Ok." that answers it; a prompt or a reply
+        (whose other half stays) is replaced by a one-line note, so user and assistant turns
+        still alternate. A recalled block that also holds live entries keeps it (counted): it
+        ages into summaries later."""
+        session = self.gardener
+        model = model_name(self.coder)
+        removed = tokens = kept = 0
+        for lst in (self.coder.done_messages, self.coder.cur_messages):
+            i = len(lst) - 1
+            while i >= 0:
+                meta = session.meta(lst[i])
+                held = set(meta.keys if meta and meta.kind == "recall" else ()) or (
+                    {meta.entry_id} if meta and meta.entry_id else set()
+                )
+                if meta is None or not held & gone:
+                    i -= 1
+                    continue
+                if not held <= gone:
+                    kept += 1
+                    i -= 1
+                    continue
+                removed += 1
+                tokens += meta.tokens_now
+                reply = session.meta(lst[i + 1]) if i + 1 < len(lst) else None
+                whole = meta.kind in ("tool", "recall")  # its "Ok." has nothing else to answer
+                if whole and reply is not None and reply.kind == "filler":
+                    tokens += reply.tokens_now
+                    del lst[i : i + 2]
+                    session.discard(meta)
+                    session.discard(reply)
+                else:
+                    note = FORGOTTEN_NOTE.format(id=meta.entry_id)
+                    n = count_tokens(note, model)
+                    tokens -= n
+                    meta.original = meta.summary = note
+                    meta.tokens_full = meta.tokens_summary = meta.tokens_ref = n
+                    meta.kind, meta.entry_id, meta.keys, meta.pinned = "notice", None, (), False
+                    meta.stored, meta.secret = True, False  # droppable, nothing to redact
+                    swap(session, lst, i, meta, "full")
+                i -= 1
+        return removed, max(0, tokens), kept
 
     def cmd_restore(self, args):
         "Bring back an entry /forget hid (and its copies): /restore ID"

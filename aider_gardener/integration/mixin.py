@@ -64,16 +64,6 @@ def _request_model(name: str) -> None:
     model_choice.request(name)
 
 
-def _preload_model(session: GardenerSession, coder: Any) -> bool:
-    """Start loading the embedding model now, at Aider's start, instead of at the first message
-    (issue 15: the first ``/recall`` paid for the load); the start-up line says so."""
-    from ..store import embeddings
-    from ..store.db import resolve_location
-
-    folder, _ = resolve_location(session.config.store, getattr(coder, "root", None))
-    return embeddings.preload(folder)
-
-
 def _foreground() -> Any:
     from ..store.worker import foreground
 
@@ -99,6 +89,7 @@ class GardenerMixin:
     _garden_observer: GardenerSession | None = None
     _garden_before: dict | None = None
     _garden_previewing = False
+    _garden_startup: list | None = None
 
     def __init__(self, main_model, io, *args, **kwargs):
         self._garden_passive = bool(creating_passive() or self.edit_format == "help")
@@ -133,15 +124,13 @@ class GardenerMixin:
                 session.attempt("embedder", _request_model, session.config.embedder)
             if not session.stats["announced"]:  # once per process, not per mode switch
                 session.stats["announced"] = 1
-                from .status import startup_line
+                from .startup import export_note, startup_line
 
                 line = session.attempt("status", startup_line, session, self)
-                if line:  # an io that cannot print must not cost the session its gardener
-                    session.attempt("status", self.io.tool_output, line)
+                note = session.attempt("status", export_note, session, self, default=None)
+                self._garden_startup = [t for t in (line, note) if t]  # after Aider's banner
             session.attempt("resume", session.keeper().start, self)
             session.attempt("store", session.protect_store_folder, self)
-            if session.config.vectors:  # in the background: Aider's start does not wait for it
-                session.attempt("preload", _preload_model, session, self)
             return session
         except Exception as err:  # noqa: BLE001 - never stop Aider from starting
             log.warning("gardener: could not start (%s); running plain aider", err)
@@ -154,6 +143,28 @@ class GardenerMixin:
     @property
     def gardener(self) -> GardenerSession | None:
         return self._garden
+
+    # -- start-up (startup.py) -----------------------------------------------------------------
+
+    def show_announcements(self):
+        super().show_announcements()
+        self._garden_announce()
+
+    def _garden_announce(self) -> None:
+        lines, self._garden_startup = self._garden_startup, None
+        g = self._garden
+        for line in lines or ():  # an io that cannot print must not cost the session its gardener
+            if g is not None:
+                g.attempt("status", self.io.tool_output, line)
+
+    def get_input(self):
+        g = self._garden
+        if g is not None:
+            self._garden_announce()  # a coder made with return_coder: Aider showed no banner
+            from .startup import after_first_prompt
+
+            g.attempt("preload", after_first_prompt, g, self)
+        return super().get_input()
 
     # -- summarizer replacement ----------------------------------------------------------------
 
@@ -182,6 +193,9 @@ class GardenerMixin:
     def run_one(self, user_message, preproc):
         if self._garden is None:
             return super().run_one(user_message, preproc)
+        from ..preload import preload
+
+        preload()  # waits for startup.py's background import instead of racing it
         self._garden_typed = user_message
         self._garden.attempt("store", self._garden.new_turn)
         try:
@@ -402,6 +416,7 @@ class GardenerMixin:
         model, indexing) are printed here first: this is the foreground, between Aider's
         lines, never inside its input prompt."""
         from ..store.worker import take_notes
+        from .status import recalled_names
 
         for note in take_notes(g.store):
             self.io.tool_output(note)
@@ -437,12 +452,13 @@ class GardenerMixin:
         line = f"gardener: history {_fmt_k(history)} tokens sent ({_fmt_k(original)} uncompressed)"
         if extra:
             line += f" + {_fmt_k(extra)} state/recalled"
+        names = recalled_names(g) if ev.recalled else ""
         now = [
             (max(throttled, ev.throttled), "output compressed", "outputs compressed"),
             (ev.aged + ev.summarized, "message summarized", "messages summarized"),
             (ev.referenced, "cut to a reference line", "cut to reference lines"),
             (ev.dropped, "message dropped", "messages dropped"),
-            (ev.recalled, "recalled from the store", "recalled from the store"),
+            (ev.recalled, "recalled from the store" + names, "recalled from the store" + names),
         ]
         line += "; this request: " + ", ".join(
             f"{n} {one if n == 1 else many}" for n, one, many in now if n

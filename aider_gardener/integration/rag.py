@@ -1,30 +1,32 @@
 """Session RAG: before each request, recall stored context relevant to the new user message.
 
 Eviction keeps the prompt small by taking things out; recall puts back the few that matter for
-*this* request: an error from twenty turns ago, a log from yesterday's session. Hits already in
-the prompt verbatim are skipped; for one that is there only as a summary, the part of the
-original that matched (the vector excerpt) is added. The result is one user/assistant pair at
+*this* request: an error from twenty turns ago, a log from yesterday's session. Hits the chat
+already holds, in full or as their summary, are skipped (a big log's summary in the history was
+recalled again as 742 tokens on three unrelated questions: issue 23), and so are hits below the
+relevance floor. The result is one user/assistant pair at
 the end of the history chunk, in a *new* list: the shared ``done_messages`` is never appended to.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
 from ..redact import redact
+from ..store.floor import close
 from ..tokens import count_tokens
 from .ingest import model_name
 from .session import GardenerSession
 
 CANDIDATES = 8
 MAX_HITS = 3
-# Full-text recall ORs the query's words, so an entry sharing one common word with the request
-# is a "hit". Injecting it costs tokens and distracts the model: a hit found by full text alone
-# must contain at least this share of the query's search terms (vector-and-text hits always pass,
-# vector-only hits need one shared term or the top rank).
-MIN_TERM_SHARE = 0.5
+# Recall returns the nearest entries, relevant or not; injecting one costs tokens and distracts
+# the model. A hit must pass the relevance floor (``store/floor.py``: half the query's search
+# terms, or a best chunk this similar by meaning), the one ``/recall`` lists by.
+# A hit whose text the chat holds verbatim (at least this long, so a one-word prompt that happens
+# to occur somewhere does not count) is not injected again.
+HELD_MIN_CHARS = 40
 
 HEADER = (
     "Context recalled by aider-gardener for this request (stored earlier; it may or may not be"
@@ -150,7 +152,7 @@ def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[
     if not hits:
         return [], []
     in_history = session.entries_in_history()
-    terms = _terms(query)
+    held = _chat_text(coder)
     originals = {
         e_id: e.original for e_id, e in store.get_entries([h.entry_id for h in hits]).items()
     }
@@ -158,20 +160,14 @@ def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[
     used = count_tokens(HEADER, model) + count_tokens(REPLY, model)
     blocks: list[str] = []
     ids: list[str] = []
-    for rank, hit in enumerate(hits):
+    for hit in hits:
         if len(ids) >= MAX_HITS:
             break
-        if not _relevant(hit, rank, terms, originals.get(hit.entry_id, hit.text)):
-            continue
-        state = in_history.get(hit.entry_id)
-        if state == "full":
+        if in_history.get(hit.entry_id) in ("full", "summary") or _held(hit.text, held):
+            continue  # the chat holds it (a summary names its /show handle): not again
+        if not close(hit, query, originals.get(hit.entry_id, hit.text)):
             continue
         text = hit.text
-        if state == "summary":
-            excerpt = getattr(hit, "excerpt", "") or ""
-            if not excerpt or excerpt in text:
-                continue
-            text = excerpt
         where = f" {hit.source_path}" if getattr(hit, "source_path", None) else ""
         block = f"--- id={hit.entry_id} ({hit.cls}{where})\n{redact(text.strip())}"
         cost = count_tokens(block, model)
@@ -186,22 +182,18 @@ def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[
     return [dict(role="user", content=user), dict(role="assistant", content=REPLY)], ids
 
 
-def _terms(query: str) -> list[str]:
-    from ..store.db import query_terms
+def _chat_text(coder: Any) -> str:
+    """The text of the chat's messages now, to find entries it holds without a record (a
+    summary pasted back, history the table lost)."""
+    parts = []
+    for lst in (getattr(coder, "done_messages", []), getattr(coder, "cur_messages", [])):
+        parts += [m["content"] for m in lst if isinstance(m.get("content"), str)]
+    return "\n".join(parts)
 
-    return list(dict.fromkeys(t.lower() for t in query_terms(query)))
 
-
-def _relevant(hit: Any, rank: int, terms: list[str], text: str) -> bool:
-    via = getattr(hit, "via", "") or "fts"
-    if "fts" in via and "vector" in via:
-        return True
-    low = text.lower()
-    shared = sum(1 for t in terms if t in low)
-    if "fts" not in via:
-        return shared >= 1 or rank == 0
-    needed = max(1, min(len(terms), math.ceil(MIN_TERM_SHARE * len(terms))))
-    return shared >= needed
+def _held(text: str, chat: str) -> bool:
+    text = (text or "").strip()
+    return len(text) >= HELD_MIN_CHARS and text in chat
 
 
 def _fits(chunks: Any) -> bool:

@@ -98,3 +98,35 @@ def _shown(path: Path, root: str | None) -> str:
 
 def _fmt_k(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+RECALLED_WORDS = 40  # characters of what names one recalled entry in the status line
+
+
+def recalled_names(session: GardenerSession) -> str:
+    """What this request recalled, for the status line: `` (t5ifzcaz3j `sh import.sh`; …)``,
+    each id with its command, path or first words. "1 recalled from the store" alone did not
+    say what had entered the prompt. "" when nothing was, or the store cannot say."""
+    ids = list(getattr(session, "rag_ids", None) or [])
+    store = session.store
+    if not ids or store is None:
+        return ""
+    try:
+        entries = store.get_entries(ids)
+    except Exception:  # noqa: BLE001 - the names are a nicety; the count is still said
+        return ""
+    names = []
+    for entry_id in ids:
+        entry = entries.get(entry_id)
+        if entry is None:
+            names.append(entry_id)
+            continue
+        what = getattr(entry, "command", None) or getattr(entry, "path", None)
+        what = f"`{what}`" if getattr(entry, "command", None) else what
+        if not what:
+            what = next((ln.strip() for ln in entry.summary.splitlines() if ln.strip()), "")
+        what = " ".join(str(what).split())
+        if len(what) > RECALLED_WORDS:
+            what = what[: RECALLED_WORDS - 1] + "…"
+        names.append(f"{entry_id} {what}".rstrip())
+    return f" ({'; '.join(names)})"

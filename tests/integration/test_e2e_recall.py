@@ -119,7 +119,7 @@ def test_forget_sticks_hides_copies_and_restore_brings_them_back(workspace):
         child.expect(f"Forgot id={log_id} and 1 copy of it")
         _prompt(child)
         child.sendline("/recall ZebraTimeout")
-        child.expect(r"Nothing stored matches 'ZebraTimeout'\.")
+        child.expect(r"No close match for 'ZebraTimeout' in this session's store\.")
         _prompt(child)
         child.sendline(run)  # the same output again
         child.expect(COMPRESSED)
@@ -244,3 +244,84 @@ def test_show_without_a_pager_prints_the_head_and_where_the_rest_is(workspace, m
         child.close(force=True)
     text = (repo / shown).read_text()
     assert len(text.rstrip("\n").splitlines()) == lines and "ZebraTimeout" in text
+
+
+# --- issue 23, points 3 and 4 -----------------------------------------------------------------
+
+
+def test_forget_takes_the_log_out_of_the_chat_and_says_so(workspace):
+    """Point 3: the log's summary stayed in the chat after /forget and nothing said so."""
+    child, log_id, _run = _start(workspace)
+    try:
+        child.sendline("why did the import stop?")
+        child.expect("Stub model reply")
+        _prompt(child)
+        child.sendline("/tokens")
+        child.expect(r"([\d,]+) chat history")
+        before = int(child.match.group(1).replace(",", ""))
+        _prompt(child)
+        child.sendline(f"/forget {log_id}")
+        child.expect(
+            rf"Forgot id={log_id}: removed from the store and from the chat \(([\d,]+) tokens\)\."
+        )
+        removed = int(child.match.group(1).replace(",", ""))
+        _prompt(child)
+        child.sendline("/tokens")
+        child.expect(r"([\d,]+) chat history")
+        after = int(child.match.group(1).replace(",", ""))
+        assert removed > 50 and before - after >= removed - 10, (before, after, removed)
+        _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)
+
+
+def test_recall_lists_close_matches_only_with_one_line_headers(workspace):
+    """Point 4: a query sharing one word of three with the log listed it (with vectors, the
+    nearest prompts); a miss says so in one line; a hit's header is one terminal line however
+    long its command."""
+    repo = workspace[0]
+    flags = " ".join(f"--shard-{i}=eu-west-{i}" for i in range(40))
+    (repo / "deploy.sh").write_text("echo 'WombatCache warmed on every shard'\nsleep 1\n")
+    child, log_id, _run = _start(workspace)
+    try:
+        child.sendline("/recall checksum of nightly uploads")
+        child.expect(r"No close match for 'checksum of nightly uploads' in this session's store\.")
+        _prompt(child)
+        assert log_id not in child.before
+        child.sendline(f"/run sh deploy.sh {flags}")
+        child.expect("WombatCache warmed")
+        _prompt(child)
+        child.sendline("/recall WombatCache")
+        child.expect(r"\n(\w{10})  \w+ +[\d,]+ tokens  `sh deploy.sh --shard-0[^\r\n]*")
+        header = child.match.group(0).strip()
+        assert header.endswith("…") and len(header) < 200, header
+        child.expect(r"\s+1: WombatCache warmed on every shard")
+        _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)
+
+
+def test_per_turn_recall_is_named_in_the_status_line(workspace):
+    """Point 4: the status line said "1 recalled from the store" without naming it."""
+    first = _spawn(workspace, "--gardener-max-output", "300")
+    try:
+        first.expect("> ")
+        first.sendline(_script(workspace[0]))
+        first.expect(COMPRESSED)
+        log_id = first.match.group(3)
+        _prompt(first)
+        _exit(first)
+    finally:
+        first.close(force=True)
+    child = _spawn(workspace)
+    try:
+        child.expect("> ")
+        child.sendline("why did ZebraTimeout stop the import in frobnicate?")
+        child.expect(rf"1 recalled from the store \({log_id} `sh slow_import.sh`\)")
+        child.expect("Stub model reply")
+        _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)

@@ -153,3 +153,48 @@ def test_recalled_context_carries_no_secret(make_coder, llm, tmp_path):
     block = _rag_request(llm.last)
     assert block is not None and f"id={eid}" in block and "ZebraTimeout" in block
     assert key not in text_of(llm.last) and "OPENAI_API_KEY=[redacted: " in block
+
+
+# --- issue 23: what the chat holds is not recalled again; the floor; the status line names it ---
+
+
+def test_an_entry_in_the_chat_as_its_summary_is_not_recalled_again(make_coder, repo, monkeypatch):
+    """A big log's summary in the history was injected again (its vector excerpt, 742 tokens)
+    on three unrelated questions."""
+    from aider_gardener.store.recall import RecallHit
+
+    (repo / "big.log").write_text("".join(f"INFO row {i} ZebraTimeout retry\n" for i in range(900)))
+    coder = make_coder(max_output=300)
+    coder.commands.cmd_run("cat big.log")
+    meta = coder.gardener.meta(coder.cur_messages[-2])
+    assert meta.state == "summary"
+    store = coder.gardener.store
+    hit = RecallHit(
+        meta.entry_id, "log", 0.2, meta.summary, None, 0.0,
+        excerpt="INFO row 512 ZebraTimeout retry", via="fts+vector", similarity=0.9,
+    )  # fmt: skip
+    monkeypatch.setattr(store, "recall", lambda *a, **k: [hit])
+    assert recall_pair(coder.gardener, coder, "ZebraTimeout retry row 512") == ([], [])
+
+
+def test_a_nearest_neighbour_below_the_floor_is_not_injected(make_coder, tmp_path, monkeypatch):
+    from aider_gardener.store.recall import RecallHit
+
+    [eid] = _earlier_session(tmp_path / "store", ERROR)
+    coder = make_coder()
+    store = coder.gardener.open_store(coder)
+    far = RecallHit(eid, "error", 0.2, ERROR, None, 0.0, via="vector", similarity=0.05)
+    monkeypatch.setattr(store, "recall", lambda *a, **k: [far])
+    assert recall_pair(coder.gardener, coder, "how do I bake sourdough bread?") == ([], [])
+    near = RecallHit(eid, "error", 0.2, ERROR, None, 0.0, via="vector", similarity=0.9)
+    monkeypatch.setattr(store, "recall", lambda *a, **k: [near])
+    assert recall_pair(coder.gardener, coder, "how do I bake sourdough bread?")[1] == [eid]
+
+
+def test_the_status_line_names_what_was_recalled(make_coder, llm, tmp_path, capsys):
+    [eid] = _earlier_session(tmp_path / "store", ERROR)
+    coder = make_coder()
+    llm.replies = ["The zebra lock is held by another process."]
+    coder.run(with_message="why does frobnicate fail with ZebraTimeout?")
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "recalled from" in ln)
+    assert f"1 recalled from the store ({eid} `python -m app`)" in line
