@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import offline  # noqa: F401  (before aider/litellm load)
-from .preload import preload
 
 
 def make_commands(io: Any, coder: Any, *args: Any, **kwargs: Any) -> Any:
@@ -151,8 +150,7 @@ def main(argv=None, input=None, output=None, force_git_root=None, return_coder=F
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] in SUBCOMMANDS and not return_coder:
         return run_subcommand(words[0], words[1:])
-    offline.keep_aider_offline()
-    preload()  # before Aider's load_slow_imports thread races us to numpy/networkx
+    offline.keep_aider_offline()  # the numeric stack loads after the prompt: startup.py
     cli = argv is None and not return_coder and _is_cli()
     try:
         with patched_aider_main() as aider_main:

@@ -19,10 +19,7 @@ from .terminal import spawn  # noqa: E402
 pytestmark = pytest.mark.slow
 
 # Rich wraps the start-up line at the terminal's width: any whitespace may be a line break.
-LOADING = (
-    r"semantic\s+recall\s+\(embedding\s+model\s+loading\s+in\s+the\s+background;\s+full-text"
-    r"\s+search\s+until\s+it\s+is\s+ready\)"
-)
+LOADING = r"semantic\s+recall\s+\(model\s+loading\)"
 COMPRESSED = r"output compressed from ([\d,]+) to ([\d,]+) tokens \(full text: /show (\w+)\)"
 
 
@@ -59,7 +56,7 @@ def test_without_vectors_nothing_is_loaded_or_announced(workspace):
     screen = io.StringIO()
     child.logfile_read = screen
     try:
-        child.expect(r"full-text recall only \(--no-gardener-vectors\)")
+        child.expect(r"store new, full-text recall")
         child.expect("\n> ")
         child.sendline("/exit")
         child.expect(pexpect.EOF, timeout=30)

@@ -42,11 +42,8 @@ def _words(text: str) -> str:
     return r"\s+".join(re.escape(word) for word in text.split())
 
 
-STARTUP_E5 = _words(f"semantic recall with {E5} (embedding model loading in the background;")
-STARTUP_SWITCH = _words(
-    f"semantic recall with {MINILM} (was {E5}: the store re-indexes in the background)"
-    " (embedding model loading in the background;"
-)
+STARTUP_E5 = _words(f"recall with {E5}")
+STARTUP_SWITCH = _words(f"recall with {MINILM}, re-indexing")
 SWITCHED = (
     _words(f"gardener: embedding model is now {MINILM} (was {E5}): re-indexing")
     + r"\s+(\d+)\s+"

@@ -82,8 +82,7 @@ def test_start_up_line_question_and_status_line(workspace):
     )  # fmt: skip
     try:
         child.expect(
-            r"gardener: rag mode \(compress, evict, recall\), history budget 2\.0k tokens,"
-            r" store \.aider\.gardener/store\.sqlite \(new\), full-text recall only"
+            r"gardener: rag mode, history budget 2\.0k tokens, store new, full-text recall\r?\n"
         )
         assert "Warning" not in child.before  # e.g. requests' RequestsDependencyWarning
         child.expect("> ")
@@ -175,7 +174,7 @@ def test_background_model_load_and_indexing_are_announced(workspace, monkeypatch
     ready = r"gardener: embedding model ready \([\w-]+, <?[\d.]+ s\)"
     done = r"gardener: background indexing done \(\d+ chunks in \d+ s\)"
     try:
-        child.expect(r"semantic recall \(embedding model loading in the background; full-text")
+        child.expect(r"semantic recall \(model loading\)")
         child.expect("> ")
         _ask(child, "what does parse do?")
         child.sendline("/run sh import.sh")
@@ -193,7 +192,7 @@ def test_background_model_load_and_indexing_are_announced(workspace, monkeypatch
     finally:
         child.close(force=True)
     text = screen.getvalue()
-    loading = text.find("embedding model loading in the background")
+    loading = text.find("semantic recall (model loading)")
     assert loading >= 0, text[-3000:]
     assert re.search(ready, text[loading:]) and re.search(done, text), text[-3000:]
     for line in re.findall(
