@@ -88,7 +88,7 @@ def _model_recall(path: Path) -> list[str]:
     before = model_choice.recorded(path.parent)
     name = model_choice.display_name(key)
     if before is not None and before != key:
-        return [f"semantic recall with {name}, re-indexing", f"recall with {name}, re-indexing"]
+        return [f"semantic recall with {name}, re-indexing", f"re-indexing for {name}"]
     if key == model_choice.DEFAULT:
         return ["semantic recall (model loading)", "semantic recall"]
     return [f"semantic recall with {name} (model loading)", f"recall with {name}"]

@@ -120,7 +120,7 @@ def test_start_up_line_question_and_status_line(workspace):
 
     child = _spawn(workspace)  # a second session counts what the first one stored
     try:
-        child.expect(r"store \.aider\.gardener/store\.sqlite \((\d+) entries\)")
+        child.expect(r"store (\d+) entries, full-text recall")
         assert int(child.match.group(1)) >= 4  # 4 prompts, the output, replies
         child.expect("> ")
         child.sendline("/exit")
