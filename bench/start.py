@@ -14,6 +14,11 @@ Cases: ``aider``, ``gardener`` (the default: rag mode, vectors on, as users run 
 
     .venv/bin/python -m bench.start --runs 7
     .venv/bin/python -m bench.start --runs 7 --baseline /tmp/before
+
+Result (2026-11-27, 2-core EPYC shared with other jobs, ``--runs 9``, before = efba807^)::
+
+    load 2.0   aider 2.15 s   before 3.10 s (+0.95)   gardener 2.45 s (+0.29)
+    load 3.5   aider 1.93 s   before 2.95 s (+1.02)   gardener 2.45 s (+0.51)
 """
 
 from __future__ import annotations
