@@ -129,6 +129,10 @@ class GardenerMixin:
                 line = session.attempt("status", startup_line, session, self)
                 note = session.attempt("status", export_note, session, self, default=None)
                 self._garden_startup = [t for t in (line, note) if t]  # after Aider's banner
+            if session.config.resume:  # compresses now, in the main thread: the numeric stack
+                from ..preload import preload  # first, after Aider's own import of it
+
+                preload()
             session.attempt("resume", session.keeper().start, self)
             session.attempt("store", session.protect_store_folder, self)
             return session
