@@ -89,3 +89,17 @@ def all_tool_output_files() -> list[Path]:
                 and not p.name.startswith(("LICENSE", "SOURCES"))
             ]
     return sorted(found, key=lambda p: (p.parent.name, p.name))
+
+
+# The longest files (minutes each: LoCoMo recall over 495 questions, Aider's own tests on the
+# patched sdist) start first, so that `./dev test`'s two workers (pytest-xdist, a file each)
+# end together instead of one of them starting a long file at the end.
+LONG_FILES = ("tests/store/test_locomo_recall.py", "tests/patches/test_check.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def first(item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return LONG_FILES.index(path) if path in LONG_FILES else len(LONG_FILES)
+
+    items.sort(key=first)  # stable: everything else keeps its order
