@@ -331,6 +331,13 @@ def checkpoints_of(tmp_path):
     return [parse_checkpoint(p.read_text(), p) for p in paths if p.name[0].isdigit()]
 
 
+@pytest.fixture(autouse=True)
+def _wide_console(monkeypatch):
+    """Rich wraps at 80 columns, inside words too: a long temp path (pytest-xdist's basetemp)
+    printed as 'exists. txt' after ``said`` joins the lines. Paths stay whole at 1,000."""
+    monkeypatch.setenv("COLUMNS", "1000")
+
+
 def said(capsys) -> str:
     """What the session printed, as one line per paragraph (the console wraps at 80 columns)."""
     out = capsys.readouterr()

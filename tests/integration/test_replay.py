@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from aider.sendchat import sanity_check_messages
 
+from aider_gardener.integration.eviction import framing
 from tests.integration.replay import begin_turn, end_turn, gardener_work, turns_from_history
 
 HISTORIES = ["Aider-AI__aider.md", "BBXtreme__Waterfront.md", "7onc3k__brejlator.md"]
@@ -30,8 +31,9 @@ def test_real_history_stays_within_budget(make_coder, histories_dir, name):
         raw += sum(
             len(x) for x in [turn.prompt, turn.reply, *(previous.outputs if previous else [])]
         )
+        # counted as eviction counts history: each message's text plus its framing
         protected = sum(
-            session.meta(m).tokens_now
+            session.meta(m).tokens_now + framing(coder)
             for m in coder.done_messages + coder.cur_messages
             if session.meta(m) and session.turn - session.meta(m).turn < 2
         )
