@@ -32,7 +32,7 @@ import os
 from typing import Any
 
 from ..tokens import count_tokens
-from .eviction import GardenerSummary, evict, history_tokens
+from .eviction import GardenerSummary, evict, framing, history_tokens
 from .incremental import incremental_view
 from .ingest import model_name, sync
 from .rag import inject, prefetch, preview_recall
@@ -433,23 +433,24 @@ class GardenerMixin:
         ev.reported = True
         g.stats["status_throttled"] = g.stats["throttled"]
         model = model_name(self)
+        frame = framing(self)  # history counted as /tokens and eviction count it
         original = history = 0
         states: dict[str, int] = {}
         for lst in (self.done_messages, self.cur_messages):
             for msg in lst:
                 meta = g.meta(msg)
                 if meta is not None:
-                    original += meta.tokens_full
+                    original += meta.tokens_full + frame
                     states[meta.state] = states.get(meta.state, 0) + 1
                 elif isinstance(msg.get("content"), str):
-                    original += count_tokens(msg["content"], model)
+                    original += count_tokens(msg["content"], model) + frame
         extra = 0  # the session-state block, recalled context, the incremental summary
         for m in list(chunks.done) + list(chunks.cur):
             if not isinstance(m.get("content"), str):
                 continue
             meta = g.meta(m)
             if meta is not None:
-                history += meta.tokens_now
+                history += meta.tokens_now + frame
             else:
                 extra += count_tokens(m["content"], model)
         g.stats["dropped"] += ev.dropped

@@ -313,3 +313,34 @@ def test_tokens_is_aiders_own_when_the_gardener_is_off(make_coder, capsys):
     assert "Approximate context window usage" in capsys.readouterr().out
     coder.commands.cmd_evict("")
     assert "The gardener is off in this session" in capsys.readouterr().out
+
+
+def test_the_status_line_counts_history_as_the_reports_do(make_coder, llm, script, capsys):
+    """Issue 23 point 6, one number per thing: the line before a request counted message text
+    only while /tokens, /context-pressure and eviction count each message with its framing."""
+    from aider_gardener.integration.eviction import history_tokens
+    from aider_gardener.integration.mixin import _fmt_k
+
+    coder = make_coder(fnames=["app.py"], max_output=300)
+    llm.replies = ["Noted."]
+    coder.run(with_message="look at the import")
+    coder.commands.cmd_run(script)
+    seen = {}
+
+    def reply(messages):
+        seen["history"] = history_tokens(coder.gardener, coder)
+        return "Ok."
+
+    llm.replies = [reply]
+    capsys.readouterr()
+    coder.run(with_message="what failed in the import?")
+    status = _number_text(
+        r"gardener: history ([\d.]+k?) tokens sent", flat(capsys.readouterr().out)
+    )
+    assert status == _fmt_k(seen["history"])
+
+
+def _number_text(pattern: str, text: str) -> str:
+    m = re.search(pattern, text)
+    assert m, f"{pattern!r} not in:\n{text}"
+    return m.group(1)
