@@ -43,7 +43,7 @@ from ..continuity.facts import Fact, FactBook
 from ..continuity.state import HEADER, order_key, render_state
 from ..continuity.tracker import FactTracker
 from ..tokens import count_tokens
-from .ingest import model_name
+from .ingest import framing, model_name
 
 log = logging.getLogger(__name__)
 
@@ -270,11 +270,10 @@ class Continuity:
         if not pair:
             return 0
         if self._pair_tokens[0] != self._state_version:
-            from .eviction import framing  # counted as the request counts it, like history
-
             model = model_name(coder)
             self._pair_tokens = (
                 self._state_version,
+                # counted as the request counts it, like history
                 sum(count_tokens(m["content"], model) + framing(coder) for m in pair),
             )
         return self._pair_tokens[1]

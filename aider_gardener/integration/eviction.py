@@ -34,7 +34,7 @@ from typing import Any
 from ..store.priority import BASE, DEFAULT_BASE, RECENCY_MAX, REFERENCE_STEP
 from ..tokens import count_tokens
 from .continuity import mark_messages
-from .ingest import EDIT_MARKERS, model_name, reference_text, swap
+from .ingest import EDIT_MARKERS, framing, model_name, reference_text, swap
 from .session import GardenerSession, MessageMeta
 
 LOW_WATER = 0.8
@@ -44,7 +44,6 @@ MIN_BATCH = 512
 # prompts (90), so they are the last messages evicted.
 LAST_BASE = 95.0
 RESOLVED_PENALTY = 40.0
-_FRAMING: dict[str, int] = {}  # model name -> tokens a message adds beyond its text
 
 
 @dataclass
@@ -89,25 +88,6 @@ def priority(meta: MessageMeta, session: GardenerSession) -> float:
     if meta.last_ref_turn >= 0:
         score += REFERENCE_STEP * 0.5 ** (max(0, session.turn - meta.last_ref_turn) / span)
     return score
-
-
-def framing(coder: Any) -> int:
-    """Tokens Aider's count of a request adds to each message beyond its text (role and
-    separators: 4 for OpenAI's tokenizers). Eviction counts them too, so its history is the
-    number ``/tokens`` and ``/context-pressure`` show, not one a few tokens a message lower."""
-    model = getattr(coder, "main_model", None)
-    name = getattr(model, "name", None)
-    if model is None or not callable(getattr(model, "token_count", None)):
-        return 0
-    if name in _FRAMING:
-        return _FRAMING[name]
-    probe = [dict(role="user", content="x")]
-    try:
-        n = int(model.token_count(probe)) - int(model.token_count([])) - int(model.token_count("x"))
-    except Exception:  # noqa: BLE001 - a model without a message count: text only
-        n = 0
-    _FRAMING[name] = n = max(0, n)
-    return n
 
 
 def history_tokens(session: GardenerSession, coder: Any, pinned: bool = True) -> int:

@@ -464,3 +464,25 @@ def observe(session: GardenerSession, meta: MessageMeta, body: str) -> None:
     elif meta.kind == "tool":
         status = session.exit_codes.pop((meta.command or "").strip(), None)
         tracker.on_output(meta.command, body, meta.turn, meta.entry_id, exit_code=status)
+
+
+_FRAMING: dict[str, int] = {}  # model name -> tokens a message adds beyond its text
+
+
+def framing(coder: Any) -> int:
+    """Tokens Aider's count of a request adds to each message beyond its text (role and
+    separators: 4 for OpenAI's tokenizers). Eviction counts them too, so its history is the
+    number ``/tokens`` and ``/context-pressure`` show, not one a few tokens a message lower."""
+    model = getattr(coder, "main_model", None)
+    name = getattr(model, "name", None)
+    if model is None or not callable(getattr(model, "token_count", None)):
+        return 0
+    if name in _FRAMING:
+        return _FRAMING[name]
+    probe = [dict(role="user", content="x")]
+    try:
+        n = int(model.token_count(probe)) - int(model.token_count([])) - int(model.token_count("x"))
+    except Exception:  # noqa: BLE001 - a model without a message count: text only
+        n = 0
+    _FRAMING[name] = n = max(0, n)
+    return n
