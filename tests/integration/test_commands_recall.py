@@ -349,7 +349,8 @@ def _stored_and_embedded(folder) -> str:
         target = earlier.ingest(DEPLOY, Source(role="user"), cls=ContentClass.PROSE).id
         for text in ("Lunch is at noon on Fridays.", "Rename parse to parse_int in app.py."):
             earlier.ingest(text, Source(role="user"), cls=ContentClass.PROSE)
-        assert earlier.drain(300) == 0
+        earlier.drain(300)  # what the worker thread has not embedded yet
+        assert not earlier.pending_chunks(10)  # everything embedded
         assert earlier.recall(DEPLOY_QUERY, limit=3, mode="fts") == []
     return target
 
