@@ -1031,11 +1031,7 @@ def user_prompt_submit(payload: dict) -> dict:
 
                 save_usage(store_dir, usage)
             if replies or keep:
-                store = _open(payload)
-                try:
-                    _store_turns(store, state, replies, keep)
-                finally:
-                    store.close()
+                _store_turns_now(payload, state, replies, keep)
             session.save()
         finally:
             session.release()
@@ -1046,6 +1042,16 @@ def user_prompt_submit(payload: dict) -> dict:
     if shown:
         out["systemMessage"] = shown
     return out
+
+
+def _store_turns_now(payload: dict, state: Any, replies: list, keep: Any) -> None:
+    """``_store_turns`` in a store opened for this one write: UserPromptSubmit and Stop store
+    after their answer has gone, each in its own process or server child."""
+    store = _open(payload)
+    try:
+        _store_turns(store, state, replies, keep)
+    finally:
+        store.close()
 
 
 # --- Stop ---
@@ -1064,11 +1070,7 @@ def stop(payload: dict) -> dict:
             state = session.state
             replies = _new_replies(payload, state, payload.get("last_assistant_message"))
             if replies:
-                store = _open(payload)
-                try:
-                    _store_turns(store, state, replies, None)
-                finally:
-                    store.close()
+                _store_turns_now(payload, state, replies, None)
             session.save()
         finally:
             session.release()
