@@ -19,11 +19,12 @@ from dataclasses import replace
 
 from . import facts
 from .classify import segment as split_segments
-from .compress import COMPRESSORS, run_compressor, testrun
-from .compress.base import strip_ansi
+from .compress import testrun
+from .compress.base import run_compressor, strip_ansi
 from .compress.dedupe import dedupe_failures
 from .compress.keep_facts import keep_facts
 from .compress.large import LARGE_CHARS, compress_large
+from .compress.registry import COMPRESSORS
 from .sanitize import decode
 from .tokens import count_tokens
 from .types import (

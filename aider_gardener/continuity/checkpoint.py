@@ -29,10 +29,13 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
+from ..lazy import lazy_module
 from ..redact import redact
-from . import extract
 from .facts import Fact, FactBook
 from .state import current_goal, error_line, file_line, one_line, order_key, recall_suffix
+
+# read only when a checkpoint is parsed; not at Aider's start (its regexes cost ~50 ms)
+extract = lazy_module("aider_gardener.continuity.extract")
 
 SECTIONS = ("What changed", "Why", "Active issues", "Key decisions", "Next steps", "Files")
 TRIGGERS = ("manual", "pressure", "eviction", "soft-restart", "exit")

@@ -25,47 +25,16 @@ from typing import Iterable, Iterator
 from .. import facts as critical
 from ..compress.base import strip_ansi
 from ..compress.testrun import detect_runner, parse_test_run, split_output
+from .facts import LINE_MAX, LISTING_KINDS, ErrorSig, clip  # noqa: F401  (callers use extract.X)
 
 WINDOW = 256 * 1024  # characters scanned at each end of a long output
 MAX_ERRORS = 12  # signatures per output: the first ones matter, the rest are usually fallout
-LINE_MAX = 200  # a fact's text is one line of at most this many characters
 MAX_PROSE = 32 * 1024  # characters of prose read for decisions (the rest is a paste)
 MAX_DECISIONS = 8  # per message
 MAX_MESSAGE = 1 << 20  # characters of a prompt or reply read for decisions and verdicts
 
 
-@dataclass(frozen=True)
-class ErrorSig:
-    """One error in an output. ``key`` is stable across runs of the same failure (addresses,
-    timings, temp paths and line numbers stripped); ``line`` is what the user saw, verbatim but
-    clipped. ``kind``: ``test`` (a failing test id), ``compile`` (a compiler or type-checker
-    diagnostic), ``lint``, ``exception`` (``Type: message``, panics) or ``error`` (a tool's
-    ``error:``/``fatal:`` line) or ``log`` (a FATAL/ERROR-level log line).
-    ``test``/``compile``/``lint`` outputs list every problem, so a
-    re-run without one means it is gone; an exception stops the program, hiding what follows."""
-
-    key: str
-    line: str
-    kind: str
-
-
-LISTING_KINDS = frozenset({"test", "compile", "lint"})
-
-
 # --------------------------------------------------------------------------- shared helpers
-
-
-def clip(text: str, limit: int = LINE_MAX) -> str:
-    """One line of at most ``limit`` characters: newlines and tabs become spaces, lone
-    surrogates (undecodable bytes) ``?``, so the line can be stored and printed."""
-    line = " ".join(text[: 4 * limit + 64].split())
-    if len(line) > limit:
-        line = line[: limit - 1].rstrip() + "…"
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        line = line.encode("utf-8", "replace").decode("utf-8")
-    return line
 
 
 def window(text: str, size: int = WINDOW) -> str:

@@ -17,6 +17,40 @@ from typing import Any, Iterable, Iterator
 
 from ..redact import redact
 
+LINE_MAX = 200  # a fact's text is one line of at most this many characters
+
+
+@dataclass(frozen=True)
+class ErrorSig:
+    """One error in an output. ``key`` is stable across runs of the same failure (addresses,
+    timings, temp paths and line numbers stripped); ``line`` is what the user saw, verbatim but
+    clipped. ``kind``: ``test`` (a failing test id), ``compile`` (a compiler or type-checker
+    diagnostic), ``lint``, ``exception`` (``Type: message``, panics) or ``error`` (a tool's
+    ``error:``/``fatal:`` line) or ``log`` (a FATAL/ERROR-level log line).
+    ``test``/``compile``/``lint`` outputs list every problem, so a
+    re-run without one means it is gone; an exception stops the program, hiding what follows."""
+
+    key: str
+    line: str
+    kind: str
+
+
+LISTING_KINDS = frozenset({"test", "compile", "lint"})
+
+
+def clip(text: str, limit: int = LINE_MAX) -> str:
+    """One line of at most ``limit`` characters: newlines and tabs become spaces, lone
+    surrogates (undecodable bytes) ``?``, so the line can be stored and printed."""
+    line = " ".join(text[: 4 * limit + 64].split())
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = line.encode("utf-8", "replace").decode("utf-8")
+    return line
+
+
 # kind -> what a fact of that kind records
 KINDS = {
     "goal": "the user's latest substantive request",

@@ -69,10 +69,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
+from ..lazy import lazy_module
 from ..store.priority import normalize_path
-from . import extract
-from .extract import LINE_MAX, LISTING_KINDS, ErrorSig, clip
-from .facts import Fact, FactBook
+from .facts import LINE_MAX, LISTING_KINDS, ErrorSig, Fact, FactBook, clip
+
+# the extractors load at the first message, not at Aider's start (their regexes cost ~50 ms)
+extract = lazy_module("aider_gardener.continuity.extract")
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aider_gardener import facts
-from aider_gardener.compress import COMPRESSORS
+from aider_gardener.compress.registry import COMPRESSORS
 from aider_gardener.pipeline import compress
 from aider_gardener.tokens import _encoding
 from aider_gardener.types import CompressOptions, ContentClass, Source

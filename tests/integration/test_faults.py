@@ -79,7 +79,7 @@ def test_embedder_raising_leaves_full_text_recall(make_coder, llm, repo, capsys,
 
 @pytest.mark.parametrize("cls", [c for c in ContentClass if c is not ContentClass.PROMPT])
 def test_each_compressor_raising(make_coder, llm, repo, capsys, monkeypatch, cls):
-    from aider_gardener.compress import COMPRESSORS
+    from aider_gardener.compress.registry import COMPRESSORS
 
     if cls in COMPRESSORS:
         monkeypatch.setitem(COMPRESSORS, cls, _raise)
@@ -89,7 +89,7 @@ def test_each_compressor_raising(make_coder, llm, repo, capsys, monkeypatch, cls
 
 
 def test_all_compressors_raising_fall_back_to_head_tail(make_coder, llm, repo, capsys, monkeypatch):
-    from aider_gardener.compress import COMPRESSORS
+    from aider_gardener.compress.registry import COMPRESSORS
 
     for cls in list(COMPRESSORS):
         monkeypatch.setitem(COMPRESSORS, cls, _raise)
