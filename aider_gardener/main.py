@@ -176,7 +176,7 @@ def main(argv=None, input=None, output=None, force_git_root=None, return_coder=F
 SUBCOMMANDS = {
     "compress": "aider_gardener.cli",  # the content pipeline on a file, a folder or stdin
     "mcp": "aider_gardener.clients.mcp_server",  # stdio MCP server over the project's store
-    "hook": "aider_gardener.clients.claude_hooks",  # one Claude Code hook: JSON on stdin
+    "hook": "aider_gardener.clients.hook_client",  # one Claude Code hook: JSON on stdin
     "claude": "aider_gardener.clients.claude_install",  # install the Claude Code plugin
 }
 

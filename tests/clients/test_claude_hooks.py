@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from aider_gardener.clients import claude_hooks
+from aider_gardener.clients import claude_hooks, hook_client, hook_wire
 from aider_gardener.clients.claude_hooks import handle, tool_output
 from aider_gardener.continuity.checkpoint import load_latest, parse_checkpoint
 from aider_gardener.continuity.state import HEADER as AIDER_HEADER
@@ -83,7 +83,7 @@ def server_dir(monkeypatch):
     """A private folder for this test's warm hook server, which is stopped (by the pid it
     wrote) at the end: no test leaves a process behind or shares one with another test."""
     folder = Path(tempfile.mkdtemp(prefix="gh"))  # short: AF_UNIX socket paths are limited
-    monkeypatch.setenv(claude_hooks.SERVER_DIR_ENV, str(folder))
+    monkeypatch.setenv(hook_wire.SERVER_DIR_ENV, str(folder))
     yield folder
     for pid_file in folder.glob("*.pid"):
         try:
@@ -505,7 +505,7 @@ def test_warm_server_answers_for_each_callers_project(repo, tmp_path, server_dir
         {"session_id": "q", "cwd": str(repo), "prompt": "why did test_case_7 fail in test_2?"},
         repo,
     )[1]
-    os.environ[claude_hooks.SERVER_ENV] = "0"
+    os.environ[hook_wire.SERVER_ENV] = "0"
     try:
         alone = run_hook(
             "UserPromptSubmit",
@@ -513,7 +513,7 @@ def test_warm_server_answers_for_each_callers_project(repo, tmp_path, server_dir
             repo,
         )[1]
     finally:
-        del os.environ[claude_hooks.SERVER_ENV]
+        del os.environ[hook_wire.SERVER_ENV]
     assert via_server and via_server == alone
     assert log_lines(repo) == [] and log_lines(other) == []
 
@@ -575,7 +575,7 @@ def test_internal_error_is_logged_not_raised(repo, monkeypatch):
 
     monkeypatch.setitem(claude_hooks.HANDLERS, "SessionStart", boom)
     monkeypatch.setattr(sys, "stdin", _Stdin(json.dumps({"cwd": str(repo)}).encode()))
-    assert claude_hooks.main(["SessionStart"]) == 0
+    assert hook_client.main(["SessionStart"]) == 0
     lines = log_lines(repo)
     assert len(lines) == 1 and "internal error RuntimeError: kaput" in lines[0]
 
@@ -900,11 +900,11 @@ def test_measure_post_tool_use_p95(repo, server_dir, capsys):
                 handle("PostToolUse", p)
             else:
                 if name == "no server":
-                    os.environ[claude_hooks.SERVER_ENV] = "0"
+                    os.environ[hook_wire.SERVER_ENV] = "0"
                 try:
                     run_hook("PostToolUse", p, repo)
                 finally:
-                    os.environ.pop(claude_hooks.SERVER_ENV, None)
+                    os.environ.pop(hook_wire.SERVER_ENV, None)
             times[name].append(time.perf_counter() - t)
             if name == "in process":
                 cpu[name].append(time.process_time() - p0)
@@ -1273,7 +1273,7 @@ def ask_within(sock: Path, event: str, payload: dict, seconds: float) -> str | N
     got: dict = {}
 
     def ask() -> None:
-        got["reply"] = claude_hooks._ask_server(sock, event, json.dumps(payload).encode())
+        got["reply"] = hook_wire._ask_server(sock, event, json.dumps(payload).encode())
 
     asker = threading.Thread(target=ask, daemon=True)
     asker.start()
@@ -1395,15 +1395,15 @@ def test_the_client_waits_at_most_a_third_of_its_hooks_timeout():
     timeouts = hook_timeouts()
     assert set(timeouts) == set(claude_hooks.EVENTS)
     for event, timeout in timeouts.items():
-        assert 0 < claude_hooks.reply_wait(event) <= timeout / 3, event
-    assert claude_hooks.reply_wait("") <= min(timeouts.values()) / 3
+        assert 0 < hook_wire.reply_wait(event) <= timeout / 3, event
+    assert hook_wire.reply_wait("") <= min(timeouts.values()) / 3
 
 
 def test_the_hook_answers_in_process_when_its_server_does_not(repo, server_dir):
     """A server that takes the request and never answers (a real socket where the hook looks
     for its own): the hook gives up on it in time and answers in process, within the timeout
     Claude Code gives it in hooks.json."""
-    path = claude_hooks.server_path()
+    path = hook_wire.server_path()
     Path(f"{path}.spawned").touch()  # no other server is started for this one's socket
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
@@ -1761,6 +1761,9 @@ def test_read_kind_tells_files_nobody_edits_from_source(path, text, kind):
 
 # What answering needs and the client handing its event to the warm server does not.
 LIBRARY = (
+    "aider_gardener.clients.claude_hooks",  # the hooks themselves: the server runs them
+    "aider_gardener.tokens",
+    "aider_gardener.types",
     "aider_gardener.redact",
     "aider_gardener.clients.transcript",
     "aider_gardener.clients.project",
@@ -1777,8 +1780,8 @@ def hook_modules(event: str, payload: dict, cwd: Path) -> tuple[str, set[str]]:
     """One hook as the console script runs it, in a fresh interpreter: its answer, and every
     module it had loaded by the end."""
     code = (
-        "import sys\nfrom aider_gardener.clients import claude_hooks\n"
-        "claude_hooks.main([sys.argv[1]])\nsys.stderr.write(' '.join(sorted(sys.modules)))\n"
+        "import sys\nfrom aider_gardener.clients import hook_client\n"
+        "hook_client.main([sys.argv[1]])\nsys.stderr.write(' '.join(sorted(sys.modules)))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, event],
@@ -1795,7 +1798,7 @@ def hook_modules(event: str, payload: dict, cwd: Path) -> tuple[str, set[str]]:
 @pytest.fixture
 def warm_server(server_dir):
     """The warm server at the socket the hooks look for, ready: a request was answered."""
-    sock = claude_hooks.server_path()
+    sock = hook_wire.server_path()
     proc = subprocess.Popen(
         [sys.executable, "-m", "aider_gardener.clients.claude_hooks", "--serve", str(sock)],
         stdin=subprocess.DEVNULL,
@@ -1805,7 +1808,7 @@ def warm_server(server_dir):
     try:
         deadline = time.monotonic() + 120
         ping = json.dumps({"cwd": str(server_dir), "source": "startup"}).encode()
-        while not sock.exists() or claude_hooks._ask_server(sock, "SessionStart", ping) is None:
+        while not sock.exists() or hook_wire._ask_server(sock, "SessionStart", ping) is None:
             assert time.monotonic() < deadline and proc.poll() is None, "no hook server"
             time.sleep(0.1)
         yield sock
@@ -1844,7 +1847,7 @@ def test_with_nothing_to_do_a_hook_in_process_loads_no_store(repo, tmp_path, mon
     """Without the server (``GARDENER_HOOKD=0``, or before it is up): a start with no
     checkpoint and a stop with nothing new to store answer without loading continuity, the
     pipeline or tiktoken, and make no store."""
-    monkeypatch.setenv(claude_hooks.SERVER_ENV, "0")
+    monkeypatch.setenv(hook_wire.SERVER_ENV, "0")
     t = tmp_path / "session.jsonl"
     _append(t, {"type": "user", "message": {"role": "user", "content": "hi"}})
     _append(t, _text_record("Hello.", "m1", "u1"))  # a filler: not stored
@@ -1969,11 +1972,11 @@ def test_the_servers_name_changes_with_any_module_of_the_package(tmp_path):
     for name in ("__init__.py", "store/db.py", "__pycache__/x.pyc"):
         (tmp_path / name).write_text("")
         os.utime(tmp_path / name, ns=(10**18, 10**18))
-    first = claude_hooks._newest_code(str(tmp_path))
+    first = hook_wire._newest_code(str(tmp_path))
     os.utime(tmp_path / "__pycache__" / "x.pyc", ns=(2 * 10**18, 2 * 10**18))
-    assert claude_hooks._newest_code(str(tmp_path)) == first
+    assert hook_wire._newest_code(str(tmp_path)) == first
     os.utime(tmp_path / "store" / "db.py", ns=(2 * 10**18, 2 * 10**18))
-    assert claude_hooks._newest_code(str(tmp_path)) == 2 * 10**18 != first
+    assert hook_wire._newest_code(str(tmp_path)) == 2 * 10**18 != first
 
 
 def glob_payload(repo: Path, filenames: list[str], truncated: bool = True) -> dict:
