@@ -170,6 +170,16 @@ class FactBook:
         self.version += 1
         return fact
 
+    def remove(self, ids: Iterable[int]) -> list[Fact]:
+        """Take facts out of the book (``/forget``: what the user removed must not live on in
+        the state block or a checkpoint); the removed facts."""
+        gone = set(ids)
+        removed = [f for f in self._facts if f.id in gone]
+        if removed:
+            self._facts = [f for f in self._facts if f.id not in gone]
+            self.version += 1
+        return removed
+
     def find(
         self, kind: str | None = None, key: str | None = None, live: bool = True
     ) -> list[Fact]:

@@ -487,6 +487,33 @@ class FactTracker:
                 if state is not None:
                     state.seen_seq = self._seq
 
+    @_total(default=0)
+    def forget(self, entry_ids: Iterable[str]) -> int:
+        """``/forget``: the facts only forgotten entries showed go with them (a file operation
+        stays: it happened in the repository); a fact other entries showed too keeps those.
+        How many facts went."""
+        gone = set(entry_ids)
+        doomed = []
+        for fact in self.book:
+            entries = set(_fact_entries(fact))
+            if fact.kind == "file" or not entries & gone:
+                continue
+            if entries <= gone:
+                doomed.append(fact.id)
+            else:
+                if fact.entry_id in gone:
+                    fact.entry_id = None
+                listed = fact.detail.get("entries")
+                if listed:
+                    fact.detail["entries"] = [e for e in listed if e not in gone]
+        removed = self.book.remove(doomed)
+        for fact in removed:
+            if fact.kind == "error":
+                self._errors.pop(fact.key, None)
+        self._adopted = {k: f for k, f in self._adopted.items() if f.id not in set(doomed)}
+        self.book.version += 1
+        return len(doomed)
+
     # -- for eviction ----------------------------------------------------------------------
 
     @_total(default=set)

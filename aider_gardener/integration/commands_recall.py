@@ -108,6 +108,10 @@ def _one_line(text: str) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _facts(n: int) -> str:
+    return "fact" if n == 1 else f"{n} facts"
+
+
 def _hidden_note(entry: Any) -> str | None:
     """Why an inactive entry is not shown, with the way back; None for an active one."""
     if entry.active:
@@ -459,6 +463,7 @@ class RecallCommands:
             removed, tokens, kept = self.gardener.attempt(
                 "forget", self._forget_in_chat, gone, default=(None, 0, 0)
             )
+            facts = self.gardener.attempt("forget", self.gardener.keeper().forget, gone, default=0)
             if kept:
                 self.io.tool_output(
                     f"Forgot {them} in the store; the chat keeps {it} inside recalled context"
@@ -478,6 +483,10 @@ class RecallCommands:
                 self.io.tool_output(
                     f"Forgot {them}: removed from the store; the chat did not hold {it}."
                     f" /restore {w} brings {it} back."
+                )
+            if facts:
+                self.io.tool_output(
+                    f"The session state no longer lists the {_facts(facts)} only {it} showed."
                 )
 
     def _forget_in_chat(self, gone: set[str]) -> tuple[int, int, int]:

@@ -251,6 +251,14 @@ class Continuity:
             self._sync = FactSync(store, self.session.session_id)
         return self._sync.flush(self.tracker.book)
 
+    def forget(self, entry_ids: set[str]) -> int:
+        """``/forget``: the facts those entries alone showed leave the state block, the next
+        checkpoint and the store's facts table; how many."""
+        dropped = self.tracker.forget(entry_ids)
+        if dropped:
+            self.persist()
+        return dropped
+
     # -- the state block -----------------------------------------------------------------------
 
     def state_text(self, coder: Any) -> str:

@@ -111,6 +111,20 @@ def save_facts(store: "Store", session_id: str | None, facts: Iterable[Fact]) ->
     return store.write(step)
 
 
+def delete_facts(store: "Store", session_id: str | None, ids: Iterable[int]) -> int:
+    """Delete ``session_id``'s facts with these ids; how many rows went."""
+    sid = session_id or store.session_id
+    rows = [(sid, int(i)) for i in ids]
+
+    def step(c: sqlite3.Connection) -> int:
+        return sum(
+            max(c.execute("DELETE FROM facts WHERE session_id = ? AND id = ?", r).rowcount, 0)
+            for r in rows
+        )
+
+    return store.write(step) if rows else 0
+
+
 def load_facts(store: "Store", session_id: str | None = None) -> list[Fact]:
     """The facts of ``session_id`` in the order they were learnt, each with ``session`` set.
     None: the latest earlier session that saved any, i.e. the one this session resumes
@@ -182,6 +196,12 @@ class FactSync:
         written = save_facts(self.store, self.session_id, pending) if pending else 0
         for fact in pending:
             self._saved[fact.id] = _fingerprint(fact)
+        if self._book_id == id(book):  # facts taken out of the same book (``/forget``) go too
+            gone = set(self._saved) - {f.id for f in book}
+            if gone:
+                written += delete_facts(self.store, self.session_id, gone)
+                for fact_id in gone:
+                    del self._saved[fact_id]
         self._version, self._book_id = book.version, id(book)
         return written
 

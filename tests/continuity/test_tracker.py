@@ -697,3 +697,25 @@ def test_a_question_keeps_the_goal_a_new_request_replaces_it():
     assert texts(t, "goal") == ["make parse accept floats like 3.5 and round them"]
     t.on_prompt("can you add a --strict flag to the CLI?", 4)  # asks for work
     assert texts(t, "goal") == ["can you add a --strict flag to the CLI?"]
+
+
+def test_forget_drops_what_only_forgotten_entries_showed():
+    t = FactTracker()
+    fail = "FAILED tests/test_a.py::test_one - AssertionError"
+    t.on_prompt("Use sqlite instead of postgres for the cache", 1, entry_id="p1")
+    t.on_output("pytest -q", fail, 2, entry_id="o1", exit_code=1)
+    t.on_output("pytest -q", fail, 3, entry_id="o2", exit_code=1)
+    t.on_files_added(["app.py"], 3)
+    errors = t.book.find("error")
+    assert len(errors) == 1 and t.open_error_entry_ids() == {"o1", "o2"}
+    t.forget({"o1"})
+    assert len(t.book.find("error")) == 1  # o2 still shows the error: it stays, without o1
+    assert t.open_error_entry_ids() == {"o2"}
+    version = t.book.version
+    assert t.forget({"o2", "p1"}) >= 2
+    assert t.book.version > version
+    assert not t.book.find("error") and not t.open_error_entry_ids()
+    assert not t.book.find("decision") and not t.book.find("goal")
+    assert [f.key for f in t.book.find("file")] == ["app.py"]  # it happened: it stays
+    t.on_output("pytest -q", fail, 4, entry_id="o3", exit_code=1)  # seen again: a new fact
+    assert t.open_error_entry_ids() == {"o3"}

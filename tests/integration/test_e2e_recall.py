@@ -325,3 +325,41 @@ def test_per_turn_recall_is_named_in_the_status_line(workspace):
         _exit(child)
     finally:
         child.close(force=True)
+
+
+def test_forget_takes_its_open_error_out_of_the_session_state(workspace):
+    """A forgotten failing output's open error stayed in /state, the next checkpoint and the
+    facts table, so the next session could start with "1 open error" the user had removed."""
+    repo = workspace[0]
+    (repo / "fail.sh").write_text(
+        'i=0; while [ $i -lt 400 ]; do echo "collecting zoo module $i"; i=$((i+1)); done\n'
+        "echo 'FAILED tests/test_zoo.py::test_zebra_stripes - AssertionError: 7 != 8'\n"
+        "sleep 1\nexit 1\n"
+    )
+    child = _spawn(workspace, "--gardener-max-output", "300")
+    try:
+        child.expect("> ")
+        child.sendline("/run sh fail.sh")
+        child.expect(COMPRESSED)
+        fail_id = child.match.group(3)
+        _prompt(child)
+        child.sendline("/state")
+        child.expect(r"test_zebra_stripes")
+        _prompt(child)
+        child.sendline(f"/forget {fail_id}")
+        child.expect(r"The session state no longer lists the (\d+ facts|fact) only it showed\.")
+        _prompt(child)
+        child.sendline("/state")
+        _prompt(child)
+        assert "test_zebra_stripes" not in child.before, child.before
+        child.sendline("/checkpoint")
+        child.expect("Checkpoint")
+        _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)
+    with sqlite3.connect(repo / ".aider.gardener" / "store.sqlite") as conn:
+        texts = [r[0] for r in conn.execute("SELECT text FROM facts")]
+    assert not any("test_zebra_stripes" in t for t in texts), texts
+    checkpoints = list((repo / ".aider.gardener" / "checkpoints").glob("*"))
+    assert checkpoints and not any("test_zebra_stripes" in p.read_text() for p in checkpoints)
