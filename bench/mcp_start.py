@@ -78,20 +78,27 @@ class Variant:
     def __init__(self, name: str, source: Path, bin_dir: Path) -> None:
         self.name, self.source, self.bin = name, source, bin_dir
         bin_dir.mkdir(parents=True, exist_ok=True)
-        for script, module in (
-            ("gardener-mcp", "aider_gardener.clients.mcp_server"),
-            ("gardener-hook", "aider_gardener.clients.claude_hooks"),
-        ):
+        scripts = _scripts(source)
+        for script in ("gardener-mcp", "gardener-hook"):
+            module, _, func = scripts[script].partition(":")
             path = bin_dir / script
             path.write_text(
                 "#!/bin/sh\n"
                 f'PYTHONPATH="{source}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -c'
-                f' "import sys; from {module} import main; sys.exit(main())" "$@"\n'
+                f' "import sys; from {module} import {func}; sys.exit({func}())" "$@"\n'
             )
             path.chmod(0o755)
 
     def env(self, base: dict[str, str]) -> dict[str, str]:
         return dict(base, PATH=os.pathsep.join([str(self.bin), base.get("PATH", "")]))
+
+
+def _scripts(source: Path) -> dict[str, str]:
+    """The checkout's console scripts (``[project.scripts]``): each version's own entry points."""
+    import tomllib
+
+    with open(source / "pyproject.toml", "rb") as fh:
+        return dict(tomllib.load(fh)["project"]["scripts"])
 
 
 def _model_cache(chosen: str | None) -> Path | None:
@@ -192,18 +199,23 @@ def instant_hooks_plugin(tmp: Path) -> Path:
 
 
 # Claude Code 2.1.332's debug line for a hook that ran (``--debug-file``).
-HOOK_LINE = re.compile(r"Hooks: (\w+)(?::\w+)? \[[^\]]*\].* finished with status \d+ \((\d+)ms\)")
+HOOK_LINE = re.compile(
+    r"Hooks: (\w+)(?::\w+)? \[([^\]]*)\].* finished with status (\d+) \((\d+)ms\)"
+)
 
 
 def hook_times(debug: Path) -> dict[str, float]:
     """Seconds each hook event took in one run, from the CLI's debug log (summed over the
-    event's hooks, should it have several)."""
+    event's hooks, should it have several). A hook that exited non-zero stops the benchmark: a
+    hook that fails at once (a wrong entry point) would measure as the fastest."""
     times: dict[str, float] = {}
     try:
         text = debug.read_text(errors="replace")
     except OSError:
         return times
-    for event, ms in HOOK_LINE.findall(text):
+    for event, command, status, ms in HOOK_LINE.findall(text):
+        if status != "0":
+            raise SystemExit(f"hook {event} [{command}] exited {status}: see {debug}")
         times[f"{event} s"] = times.get(f"{event} s", 0.0) + int(ms) / 1000
     return times
 

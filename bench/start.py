@@ -1,5 +1,5 @@
-"""Start -> first prompt of ``aider-gardener`` beside plain ``aider`` (issue 23 point 7: goal
-<= +0.3 s over Aider).
+"""Start -> first prompt of ``aider-gardener`` beside plain ``aider`` (goal: <= +0.3 s over
+Aider).
 
 Each run starts the real command in a pseudo-terminal (80 columns) in a temp git repository
 against the stub model (``tests/integration/terminal.py``'s workspace: temp HOME, litellm's
@@ -15,10 +15,8 @@ Cases: ``aider``, ``gardener`` (the default: rag mode, vectors on, as users run 
     .venv/bin/python -m bench.start --runs 7
     .venv/bin/python -m bench.start --runs 7 --baseline /tmp/before
 
-Result (2026-11-27, 2-core EPYC shared with other jobs, ``--runs 9``, before = efba807^)::
-
-    load 2.0   aider 2.15 s   before 3.10 s (+0.95)   gardener 2.45 s (+0.29)
-    load 3.5   aider 1.93 s   before 2.95 s (+1.02)   gardener 2.45 s (+0.51)
+Results, with the load they were measured at: ``docs/benchmarks.md`` ("Start until the first
+prompt").
 """
 
 from __future__ import annotations
