@@ -1,4 +1,4 @@
-"""Path lists (Glob, ``ls``, ``find``, ``git ls-files``, ``rg -l``) kept usable: every name.
+"""Path lists (Glob, ``ls``, ``find``, ``git ls-files``, ``rg -l``, ``git status``) kept usable.
 
 The log compressor folds lines that differ only in digits into one template, which turned a Glob
 of 300 files into ``[×100] docs/area_<n>/notes/design_note_<n>_…md``: not one path the model
@@ -9,6 +9,10 @@ budget; the rest is counted on one line naming the stored id to expand. The tree
 when it costs fewer tokens than the flat list of the same paths (it does when directories
 repeat), else the flat list is kept. ``floor`` names are kept whatever the budget: the hook
 passes what Claude Code itself would have shown.
+
+``git status`` (long or ``-s``) is a path list too: its ``modified:`` lines folded into
+``[×360] modified: <*>``. Each path keeps git's letter before its name (``M``, ``A``, ``D``,
+``R`` with ``(from OLD)``, ``U``, ``??``; ``+`` after it when staged) and one legend line says so.
 
 Detection and rendering are linear: a set test per line, one token count per kept line.
 """
@@ -34,10 +38,39 @@ _RESERVE = 80  # tokens for the closing lines
 _CHARS = frozenset(string.ascii_letters + string.digits + "_-./\\~@+,=%#[](){}!&'$^")
 
 
+_STATUS_WORDS = {
+    "modified": "M",
+    "new file": "A",
+    "deleted": "D",
+    "renamed": "R",
+    "copied": "C",
+    "typechange": "T",
+    "both modified": "U",
+    "both added": "U",
+    "both deleted": "U",
+    "added by us": "U",
+    "added by them": "U",
+    "deleted by us": "U",
+    "deleted by them": "U",
+}
+_LONG_STATUS = re.compile(r"^\t(" + "|".join(map(re.escape, _STATUS_WORDS)) + r"):\s+(\S.*)$")
+_SHORT_STATUS = re.compile(r"^([ MADRCTU?!])([ MADRCTU?!]) (\S.*)$")
+_SECTIONS = {
+    "Changes to be committed:": "+",
+    "Changes not staged for commit:": "",
+    "Untracked files:": "?",
+    "Unmerged paths:": "",
+}
+LEGEND = (
+    "[git status: M modified, A added, D deleted, R renamed, U unmerged, ?? untracked; + staged]"
+)
+
+
 @dataclass
 class PathList:
     paths: list[str]
     others: list[str]  # the non-blank lines that are not paths, in order
+    labels: list[tuple[str, str]] | None = None  # per path: git's status letter, a rename's source
 
 
 def is_path(line: str) -> bool:
@@ -72,15 +105,46 @@ def path_list(text: str) -> PathList | None:
     return _scan(text)
 
 
+def _status(line: str, section: str) -> tuple[str, str, str] | None:
+    """(path, git's letter(s), the source of a rename) of one ``git status`` line, else None."""
+    m = _LONG_STATUS.match(line)
+    if m:
+        mark = _STATUS_WORDS[m.group(1)] + ("+" if section == "+" else "")
+        path = m.group(2)
+    elif section == "?" and line.startswith("\t") and is_path(line[1:]):
+        return line[1:], "??", ""
+    else:
+        m = _SHORT_STATUS.match(line)
+        if not m or m.group(1) + m.group(2) == "  ":
+            return None
+        x, y = m.group(1), m.group(2)
+        mark = "??" if x + y == "??" else (x + "+" if x != " " else "") + (y if y != " " else "")
+        path = m.group(3)
+    old, arrow, new = path.partition(" -> ")
+    path, source = (new, old) if arrow else (path, "")
+    if not is_path(path) or (source and not is_path(source)):
+        return None
+    return path, mark, source
+
+
 def _scan(text: str) -> PathList | None:
     paths: list[str] = []
     others: list[str] = []
+    labels: list[tuple[str, str]] = []
     pathy = 0
+    section = ""
     for raw in text.split("\n"):
         line = raw.rstrip("\r")
         if not line.strip():
             continue
-        if is_path(line):
+        section = _SECTIONS.get(line, section)
+        status = None if is_path(line) else _status(line, section)
+        if status is not None:
+            line, mark, source = status
+            labels.append((mark, source))
+        if status is not None or is_path(line):
+            if status is None:
+                labels.append(("", ""))
             paths.append(line)
             pathy += _pathy(line)
         else:
@@ -90,7 +154,9 @@ def _scan(text: str) -> PathList | None:
     total = len(paths) + len(others)
     if len(paths) < MIN_PATHS or len(paths) < PATH_SHARE * total or pathy < 0.6 * len(paths):
         return None
-    return PathList(paths, others)
+    if not any(mark for mark, _ in labels):
+        return PathList(paths, others)
+    return PathList(paths, [LEGEND, *others], labels)
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -119,29 +185,43 @@ def render(
         others.append(f"… {len(found.others) - MAX_OTHERS:,} more lines that are not paths")
     spare = budget - _RESERVE - sum(count_tokens(x, model) + 1 for x in others)
     room = (max_chars if max_chars is not None else 10**12) - 400 - sum(len(x) + 1 for x in others)
-    split = [_split(p) for p in found.paths]
+    split, flat = _labelled(found)
     dirs = {d for d, _ in split}
-    tree_k = _fill(split, spare, room, floor, model, tree=True)
-    flat_k = _fill(split, spare, room, floor, model, tree=False) if len(dirs) > 1 else tree_k
-    tree = len(dirs) > 1 and (tree_k > flat_k or tree_k == flat_k and _cheaper(split, tree_k))
+    tree_k = _fill(split, flat, spare, room, floor, model, tree=True)
+    flat_k = _fill(split, flat, spare, room, floor, model, tree=False) if len(dirs) > 1 else tree_k
+    tree = len(dirs) > 1 and (tree_k > flat_k or tree_k == flat_k and _cheaper(split, flat, tree_k))
     k = tree_k if tree else flat_k
-    text = _lines(found, others, split, dirs, k, tree, entry_id)
+    text = _lines(flat, others, split, dirs, k, tree, entry_id)
     while k > floor:  # the closing lines cost more than reserved: fewer names, not over budget
         over = count_tokens(text, model) - budget
         if over <= 0:
             break
         k = max(floor, k - max(1, over // 8))
-        text = _lines(found, others, split, dirs, k, tree, entry_id)
+        text = _lines(flat, others, split, dirs, k, tree, entry_id)
     return text
 
 
-def _lines(found, others, split, dirs, k: int, tree: bool, entry_id: str | None) -> str:
+def _labelled(found: PathList) -> tuple[list[tuple[str, str]], list[str]]:
+    """Each path as (directory, name as shown in a tree) and as a flat line: with its git status
+    letter before the name and a rename's source after it."""
+    split, flat = [], []
+    for i, path in enumerate(found.paths):
+        d, name = _split(path)
+        mark, source = found.labels[i] if found.labels else ("", "")
+        head = f"{mark} " if mark else ""
+        tail = f" (from {source})" if source else ""
+        split.append((d, head + name + tail))
+        flat.append(head + path + tail)
+    return split, flat
+
+
+def _lines(flat, others, split, dirs, k: int, tree: bool, entry_id: str | None) -> str:
     n = len(split)
     lines = list(others)
     if tree:
         lines += _tree_lines(split, k)
     else:
-        lines += found.paths[:k]
+        lines += flat[:k]
     if k < n:
         left: dict[str, int] = {}
         for d, _ in split[k:]:
@@ -157,11 +237,11 @@ def _lines(found, others, split, dirs, k: int, tree: bool, entry_id: str | None)
     return "\n".join(lines)
 
 
-def _fill(split, spare: int, room: int, floor: int, model: str, tree: bool) -> int:
+def _fill(split, flat, spare: int, room: int, floor: int, model: str, tree: bool) -> int:
     """How many paths, in order, fit: each its line, a tree's directory line once."""
     seen: set[str] = set()
     for i, (d, name) in enumerate(split):
-        line = f"  {name}" if tree else d + name
+        line = f"  {name}" if tree else flat[i]
         cost, width = count_tokens(line, model) + 1, len(line) + 1
         if tree and d not in seen:
             cost += count_tokens(d or "./", model) + 1
@@ -174,10 +254,8 @@ def _fill(split, spare: int, room: int, floor: int, model: str, tree: bool) -> i
     return len(split)
 
 
-def _cheaper(split, k: int) -> bool:
-    tree = "\n".join(_tree_lines(split, k))
-    flat = "\n".join(d + name for d, name in split[:k])
-    return count_tokens(tree) < count_tokens(flat)
+def _cheaper(split, flat, k: int) -> bool:
+    return count_tokens("\n".join(_tree_lines(split, k))) < count_tokens("\n".join(flat[:k]))
 
 
 def _tree_lines(split, k: int) -> list[str]:

@@ -112,3 +112,73 @@ def test_detection_is_linear_on_hostile_lines():
     t = time.perf_counter()
     paths.path_list(("a/" * 200_000) + "\n" + "x" * 1_000_000 + "\n" + "./" * 500_000)
     assert time.perf_counter() - t < 1.0
+
+
+def git_status_long(n: int = 120) -> tuple[str, dict[str, str]]:
+    """``git status`` with every section: staged (a rename among them), not staged, untracked;
+    and the letter each path should carry."""
+    staged = [f"src/core/staged_module_{i}.py" for i in range(n // 4)]
+    changed = [f"src/app/views/changed_view_{i}.py" for i in range(n // 2)]
+    untracked = [f"notes/draft_{i}.md" for i in range(n // 4)]
+    lines = [
+        "On branch main",
+        "Changes to be committed:",
+        '  (use "git restore --staged <file>..." to unstage)',
+        "\trenamed:    src/old_name.py -> src/core/new_name.py",
+        *[f"\tnew file:   {p}" for p in staged],
+        "",
+        "Changes not staged for commit:",
+        '  (use "git add <file>..." to update what will be committed)',
+        *[f"\tmodified:   {p}" for p in changed],
+        "\tdeleted:    src/app/gone.py",
+        "",
+        "Untracked files:",
+        '  (use "git add <file>..." to include in what will be committed)',
+        *[f"\t{p}" for p in untracked],
+        "",
+    ]
+    marks = {"src/core/new_name.py": "R+", "src/app/gone.py": "D"}
+    marks.update({p: "A+" for p in staged})
+    marks.update({p: "M" for p in changed})
+    marks.update({p: "??" for p in untracked})
+    return "\n".join(lines), marks
+
+
+def marked(tree: str) -> dict[str, str]:
+    """path -> the status letter(s) a tree shows before its name."""
+    out, where = {}, ""
+    for line in tree.splitlines():
+        if line.startswith("  ") and where:  # git's "  (use ...)" hints come before the tree
+            mark, _, name = line[2:].partition(" ")
+            out[where + name.split(" (from ")[0]] = mark
+        elif line.endswith("/") or line.split(" (")[0].endswith("/"):
+            where = line.split(" (")[0]
+    return out
+
+
+def test_git_status_keeps_every_path_with_its_letter():
+    """``git status`` of 360 modified files reached the model as ``[×360] modified: <*>``."""
+    text, marks = git_status_long()
+    assert segment(text, Source(role="tool", command="git status"))[0].meta["format"] == "paths"
+    found = paths.path_list(text)
+    assert found is not None and len(found.paths) == len(marks)
+    out = paths.render(found, budget=10_000, entry_id="abcdefghij")
+    assert marked(out) == marks
+    assert "(from src/old_name.py)" in out and out.splitlines()[0] == paths.LEGEND
+    assert "On branch main" in out and "Untracked files:" in out
+    summary = compress(text, Source(role="tool", command="git status")).summary
+    assert "[×" not in summary and "<*>" not in summary
+    shown = marked(summary)
+    assert len(shown) > 60 and all(marks[p] == m for p, m in shown.items())
+
+
+def test_git_status_short_format_and_porcelain():
+    rows = [f" M src/pkg_{i % 4}/mod_{i}.py" for i in range(40)]
+    rows += ["MM src/both.py", "A  src/added.py", "R  a/old.py -> a/new.py", "?? tmp/x.txt"]
+    out = paths.render(paths.path_list("\n".join(rows)), budget=10_000)
+    shown = marked(out)
+    assert shown["src/pkg_1/mod_1.py"] == "M" and shown["src/both.py"] == "M+M"
+    assert (
+        shown["src/added.py"] == "A+" and shown["a/new.py"] == "R+" and shown["tmp/x.txt"] == "??"
+    )
+    assert "(from a/old.py)" in out
