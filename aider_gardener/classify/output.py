@@ -13,6 +13,7 @@ import re
 from bisect import bisect_right
 
 from ..compress.paths import path_list
+from ..compress.text_table import text_table
 from ..types import ContentClass
 from . import lines as lk
 from .aider_text import aider_message_class
@@ -46,6 +47,8 @@ def output_spans(text: str, command: str | None = None) -> list[Span]:
         return [Span(0, len(text), C.STRUCTURED, dict(meta))]
     if path_list(text) is not None:  # Glob, ls, find, git ls-files: every name is the fact
         return [Span(0, len(text), C.STRUCTURED, {**meta, "format": "paths"})]
+    if text_table(text) is not None:  # psql, mysql, sqlite: each row's ids are the facts
+        return [Span(0, len(text), C.STRUCTURED, {**meta, "format": "table"})]
     if _starts_as_diff(text):  # ``git diff > x.diff`` shown without its command
         return fill(text, _diff_output(text, meta), C.LOG, meta)
     sample = _sample_lines(text)

@@ -39,10 +39,11 @@ from ..tokens import count_tokens
 from ..types import Compressed, CompressOptions
 from . import paths
 from .base import clip_line
+from .text_table import text_table
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-MARKER_RE = re.compile(r"^\[structured (?:json|jsonl|yaml|toml|csv|text)\b[^\n]*\]$", re.M)
+MARKER_RE = re.compile(r"^\[structured (?:json|jsonl|yaml|toml|csv|table|text)\b[^\n]*\]$", re.M)
 
 TARGET_RATIO = 0.25
 # Input sizes from which the 2nd, 3rd and 4th level may be tried: squeezing a small document to a
@@ -176,6 +177,8 @@ def _sniff(body: str) -> str:
         if re.match(r"\[[\w.\"' -]+\]\s*\n", s) and re.search(r"^\s*[\w.\"'-]+\s*=", s, re.M):
             return "toml"  # "[section]" then "key = value"
         return "json"
+    if text_table(body) is not None:  # psql, mysql, sqlite: rows, not log lines
+        return "table"
     sample = s[:4000].splitlines()[:40]
     lines = [x for x in sample if x.strip() and not x.lstrip().startswith("#")]
     if not lines:
@@ -231,6 +234,12 @@ def _parse(body: str, fmt: str) -> tuple[Any, str, list[str]]:
         return (docs[0] if len(docs) == 1 else docs), "yaml", []
     if fmt == "csv":
         return _Table.parse(body), "csv", []
+    if fmt == "table":
+        table = text_table(body)
+        if table is None:
+            raise _Unparsed
+        notes = [clip_line(x, 120) for x in table.notes[:2]]
+        return _Table([table.header, *table.rows], "|"), "table", notes
     raise _Unparsed
 
 
