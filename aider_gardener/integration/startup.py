@@ -44,10 +44,10 @@ def startup_line(session: GardenerSession, coder: Any) -> str:
     _, path = resolve_location(cfg.store, root)
     count = status.entry_count(path)
     size = "new" if count is None else f"{count:,} entr{'y' if count == 1 else 'ies'}"
-    shown = status._shown(path, root)
+    shown = status.shown_path(path, root)
     where = "" if shown == ".aider.gardener/store.sqlite" else f" in {shown}"
     try:
-        budget = status._fmt_k(session.budget(coder))
+        budget = status.fmt_k(session.budget(coder))
     except Exception:  # noqa: BLE001 - a coder without a model: say nothing about it
         budget = None
     if not cfg.vectors:

@@ -1,9 +1,8 @@
-"""What the gardener says about itself at start: one line with the mode, the history budget, the
-store and its size, and how recall will work.
+"""Small readings for what the gardener says about itself: the store's entry count (one
+read-only query on the file, so a failing or slow store costs nothing at start), the store's
+path as the user would type it, token counts in ``k``, and what a request recalled.
 
-A user who starts ``aider-gardener`` should see that it runs and where it keeps things without
-reading the docs. The store itself opens lazily (at the first message, so a failing or slow
-store costs nothing at start); the count here is one read-only query on the file if it exists.
+The start-up line is built in ``startup.py`` from these.
 """
 
 from __future__ import annotations
@@ -11,62 +10,8 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from .session import GardenerSession
-
-MODE_WORDS = {
-    "evict": "evict mode (compress and evict old context)",
-    "rag": "rag mode (compress, evict, recall)",
-    "incremental": "incremental mode (rolling summary + recent turns, recall)",
-}
-
-
-def startup_line(session: GardenerSession, coder: Any) -> str:
-    """E.g. ``gardener: rag mode (compress, evict, recall), history budget 8.0k tokens, store
-    .aider.gardener/store.sqlite (123 entries), semantic recall (embedding model loading in the
-    background; …)``. The model starts loading at start, in a background thread
-    (``embeddings.preload``); worker.py's notes say when it is ready."""
-    from ..store.db import resolve_location
-
-    cfg = session.config
-    root = getattr(coder, "root", None)
-    _, path = resolve_location(cfg.store, root)
-    parts = [MODE_WORDS.get(cfg.mode, f"{cfg.mode} mode")]
-    try:
-        parts.append(f"history budget {_fmt_k(session.budget(coder))} tokens")
-    except Exception:  # noqa: BLE001 - a coder without a model: say nothing about it
-        pass
-    count = entry_count(path)
-    size = "new" if count is None else f"{count:,} entr{'y' if count == 1 else 'ies'}"
-    parts.append(f"store {_shown(path, root)} ({size})")
-    if not cfg.vectors:
-        parts.append("full-text recall only (--no-gardener-vectors)")
-    elif cfg.chroma_url:
-        parts.append(f"semantic recall via {cfg.chroma_url}")
-    else:
-        parts.append(
-            f"semantic recall{_model_words(path)} (embedding model loading in the background;"
-            " full-text search until it is ready)"
-        )
-    return "gardener: " + ", ".join(parts)
-
-
-def _model_words(path: Path) -> str:
-    """ " with multilingual-e5-small" when the store embeds with the non-default model (the
-    default is not named, as before the choice existed)."""
-    from ..store import model_choice
-
-    key = model_choice.resolve(path.parent)
-    before = model_choice.recorded(path.parent)
-    if before is not None and before != key:  # the flag chose the other model: say so now
-        return (
-            f" with {model_choice.display_name(key)} (was {model_choice.display_name(before)}:"
-            " the store re-indexes in the background)"
-        )
-    if key == model_choice.DEFAULT:
-        return ""
-    return f" with {model_choice.display_name(key)}"
 
 
 def entry_count(path: Path) -> int | None:
@@ -84,7 +29,7 @@ def entry_count(path: Path) -> int | None:
         return None
 
 
-def _shown(path: Path, root: str | None) -> str:
+def shown_path(path: Path, root: str | None) -> str:
     """The store path relative to the repository when it is inside it."""
     if root:
         try:
@@ -96,7 +41,7 @@ def _shown(path: Path, root: str | None) -> str:
     return str(path)
 
 
-def _fmt_k(n: int) -> str:
+def fmt_k(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
