@@ -420,6 +420,7 @@ class GardenerMixin:
         model, indexing) are printed here first: this is the foreground, between Aider's
         lines, never inside its input prompt."""
         from ..store.worker import take_notes
+        from .report import gardener_label
         from .status import recalled_names
 
         for note in take_notes(g.store):
@@ -445,14 +446,21 @@ class GardenerMixin:
                 elif isinstance(msg.get("content"), str):
                     original += count_tokens(msg["content"], model) + frame
         extra = 0  # the session-state block, recalled context, the incremental summary
+        pending = None  # the assistant half of such a pair counts with it (as report.measure)
         for m in list(chunks.done) + list(chunks.cur):
             if not isinstance(m.get("content"), str):
                 continue
+            label = gardener_label(m)
+            if label is None and pending and m.get("role") == "assistant":
+                label = pending
+            pending = label
             meta = g.meta(m)
-            if meta is not None:
-                history += meta.tokens_now + frame
-            else:
+            if label is not None:
                 extra += count_tokens(m["content"], model)
+            elif meta is not None:
+                history += meta.tokens_now + frame
+            else:  # Aider's own, e.g. the prompt with its system reminder appended
+                history += count_tokens(m["content"], model) + frame
         g.stats["dropped"] += ev.dropped
         line = f"gardener: history {_fmt_k(history)} tokens sent ({_fmt_k(original)} uncompressed)"
         if extra:

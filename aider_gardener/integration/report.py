@@ -46,7 +46,7 @@ def _counter(coder: Any):
     return tokens, base
 
 
-def _gardener_label(msg: dict) -> str | None:
+def gardener_label(msg: dict) -> str | None:
     content = msg.get("content")
     if msg.get("role") != "user" or not isinstance(content, str):
         return None
@@ -75,7 +75,7 @@ def measure(coder: Any, session: GardenerSession) -> dict[str, Any]:
     pending: str | None = None  # the assistant half of a gardener pair takes the user half's
     for msg in list(chunks.done) + list(chunks.cur):
         n = tokens([msg])
-        label = _gardener_label(msg)
+        label = gardener_label(msg)
         if label is None and pending and msg.get("role") == "assistant":
             label = pending
         pending = label
@@ -140,7 +140,7 @@ def _recall_ids(messages: list) -> list[str]:
     import re
 
     for msg in messages:
-        if _gardener_label(msg) == RECALLED:
+        if gardener_label(msg) == RECALLED:
             return re.findall(r"^--- id=(\w+)", msg["content"], re.M)
     return []
 

@@ -202,3 +202,32 @@ def test_background_model_load_and_indexing_are_announced(workspace, monkeypatch
         # the terminal with a few characters and backspaces them away)
         shown = re.split(r"[\r\b]", line.rstrip("\r"))[-1]
         assert shown.strip().startswith("gardener:"), line  # a line of its own
+
+
+def test_status_line_counts_state_and_recall_not_the_prompt_aider_extended(workspace):
+    """ "+ N state/recalled" was the session state and Aider's system reminder, which Aider
+    appends to the prompt itself with this model's settings (305 tokens where ``/state`` said
+    98): one number per thing. Now it is the state block and its reply, what /state shows."""
+    child = _spawn(workspace, "--gardener-max-output", "300")
+    try:
+        child.expect("> ")
+        child.sendline("/run sh import.sh")
+        child.expect(COMPRESSED)
+        child.expect("> ")
+        child.sendline("why did the import stop?")
+        child.expect(r"state/recalled|this request")
+        line = child.before + child.after
+        child.expect("Stub model reply")
+        child.expect("> ")
+        extra = re.search(r"\+ ([\d.]+k?) state/recalled", line)
+        child.sendline("/state")
+        child.expect(r"\(([\d,]+) tokens, at most")
+        state = int(child.match.group(1).replace(",", ""))
+        child.expect("> ")
+        assert extra is not None, line
+        # /state is read after the reply, whose facts it may hold too: close, not equal
+        assert abs(_n(extra.group(1)) - state) <= 40, (line, state)
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
