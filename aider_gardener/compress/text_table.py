@@ -17,7 +17,7 @@ from dataclasses import dataclass
 MIN_ROWS = 3
 ROW_SHARE = 0.9  # of the lines that are not rules: the rest are footers and notes
 MAX_NOTES = 4
-_RULE = re.compile(r"^[ \t]*[+|]?[-=+| ]*-{3,}[-=+| ]*$")
+_RULE_CHARS = frozenset("-=+| ")  # after leading blanks: "-----+----", "+----+", "====="
 _BOX_RULE = re.compile(r"^[ \t]*[┌├└╞╘┏┣┗][─━═┬┼┴╤╪╧┯┿┷ ]+[┐┤┘╡╛┓┫┛]$")
 _BOX = str.maketrans({"│": "|", "┃": "|"})
 
@@ -39,13 +39,30 @@ def _cells(line: str) -> list[str] | None:
 
 
 def _is_rule(line: str) -> bool:
-    return bool(_RULE.match(line) or _BOX_RULE.match(line))
+    """A line of dashes (with ``=``, ``+``, ``|``, spaces) or of box-drawing characters. A set
+    test, not a regular expression: one of dashes around ``-{3,}`` backtracked cubically (a
+    2,000-dash line took 10 s), and every command output's first line is tested."""
+    body = line.lstrip(" \t")
+    return bool(body) and "---" in body and set(body) <= _RULE_CHARS or bool(_BOX_RULE.match(line))
 
 
-def text_table(text: str) -> TextTable | None:
-    """The table in ``text`` when all of it is one (a few notes aside), else None."""
-    lines = [x.rstrip("\r") for x in text.split("\n") if x.strip()]
-    if len(lines) < MIN_ROWS + 2:
+def _first_lines(text: str, n: int) -> list[str]:
+    """The first ``n`` non-blank lines, without splitting the rest of a long output."""
+    out: list[str] = []
+    pos = 0
+    while len(out) < n and pos <= len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end].rstrip("\r")
+        if line.strip():
+            out.append(line)
+        pos = end + 1
+    return out
+
+
+def _header(lines: list[str]) -> tuple[int, list[str]] | None:
+    """(index of the header line, its cells) when the first lines are a table's head."""
+    if len(lines) < 2:
         return None
     start = 1 if _is_rule(lines[0]) else 0
     if start + 1 >= len(lines) or not _is_rule(lines[start + 1]):
@@ -53,6 +70,17 @@ def text_table(text: str) -> TextTable | None:
     header = _cells(lines[start])
     if not header or len(header) < 2 or not any(header):
         return None
+    return start, header
+
+
+def text_table(text: str) -> TextTable | None:
+    """The table in ``text`` when all of it is one (a few notes aside), else None."""
+    if _header(_first_lines(text, 3)) is None:  # most outputs stop here, after 3 lines
+        return None
+    lines = [x.rstrip("\r") for x in text.split("\n") if x.strip()]
+    if len(lines) < MIN_ROWS + 2:
+        return None
+    start, header = _header(lines[:3])  # type: ignore[misc]  (the same first lines)
     rows: list[list[str]] = []
     notes: list[str] = []
     for line in lines[start + 2 :]:
