@@ -138,17 +138,14 @@ def _scan(text: str) -> PathList | None:
         if not line.strip():
             continue
         section = _SECTIONS.get(line, section)
-        status = None if is_path(line) else _status(line, section)
-        if status is not None:
-            line, mark, source = status
-            labels.append((mark, source))
-        if status is not None or is_path(line):
-            if status is None:
-                labels.append(("", ""))
-            paths.append(line)
-            pathy += _pathy(line)
-        else:
+        found = (line, "", "") if is_path(line) else _status(line, section)
+        if found is None:
             others.append(line)
+        else:
+            path, mark, source = found
+            paths.append(path)
+            labels.append((mark, source))
+            pathy += _pathy(path)
         if len(others) > (1 - PATH_SHARE) * max(len(paths) + len(others), MIN_PATHS * 10):
             return None
     total = len(paths) + len(others)

@@ -493,13 +493,13 @@ class FactTracker:
         stays: it happened in the repository); a fact other entries showed too keeps those.
         How many facts went."""
         gone = set(entry_ids)
-        doomed = []
+        doomed: set[int] = set()
         for fact in self.book:
             entries = set(_fact_entries(fact))
             if fact.kind == "file" or not entries & gone:
                 continue
             if entries <= gone:
-                doomed.append(fact.id)
+                doomed.add(fact.id)
             else:
                 if fact.entry_id in gone:
                     fact.entry_id = None
@@ -510,7 +510,7 @@ class FactTracker:
         for fact in removed:
             if fact.kind == "error":
                 self._errors.pop(fact.key, None)
-        self._adopted = {k: f for k, f in self._adopted.items() if f.id not in set(doomed)}
+        self._adopted = {k: f for k, f in self._adopted.items() if f.id not in doomed}
         self.book.version += 1
         return len(doomed)
 

@@ -52,10 +52,6 @@ PREFLIGHT_TARGET = 0.85
 OVERFLOW_NOTICE = "FinishReasonLength exception: you sent too many tokens"
 
 
-def _fmt_k(n: int) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
-
-
 def _request_model(name: str) -> None:
     """``--gardener-embedder``: before the start-up line names the model and the preload loads
     it (``store/model_choice.py``)."""
@@ -420,8 +416,8 @@ class GardenerMixin:
         model, indexing) are printed here first: this is the foreground, between Aider's
         lines, never inside its input prompt."""
         from ..store.worker import take_notes
-        from .report import gardener_label
-        from .status import recalled_names
+        from .report import labelled
+        from .status import fmt_k, recalled_names
 
         for note in take_notes(g.store):
             self.io.tool_output(note)
@@ -446,14 +442,9 @@ class GardenerMixin:
                 elif isinstance(msg.get("content"), str):
                     original += count_tokens(msg["content"], model) + frame
         extra = 0  # the session-state block, recalled context, the incremental summary
-        pending = None  # the assistant half of such a pair counts with it (as report.measure)
-        for m in list(chunks.done) + list(chunks.cur):
+        for m, label in labelled(list(chunks.done) + list(chunks.cur)):  # as report.measure
             if not isinstance(m.get("content"), str):
                 continue
-            label = gardener_label(m)
-            if label is None and pending and m.get("role") == "assistant":
-                label = pending
-            pending = label
             meta = g.meta(m)
             if label is not None:
                 extra += count_tokens(m["content"], model)
@@ -462,9 +453,9 @@ class GardenerMixin:
             else:  # Aider's own, e.g. the prompt with its system reminder appended
                 history += count_tokens(m["content"], model) + frame
         g.stats["dropped"] += ev.dropped
-        line = f"gardener: history {_fmt_k(history)} tokens sent ({_fmt_k(original)} uncompressed)"
+        line = f"gardener: history {fmt_k(history)} tokens sent ({fmt_k(original)} uncompressed)"
         if extra:
-            line += f" + {_fmt_k(extra)} state/recalled"
+            line += f" + {fmt_k(extra)} state/recalled"
         names = recalled_names(g) if ev.recalled else ""
         now = [
             (max(throttled, ev.throttled), "output compressed", "outputs compressed"),

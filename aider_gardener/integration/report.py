@@ -15,7 +15,7 @@ as a bug. Recommendations name only things the user can do: a chat command that 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from aider.utils import is_image_file
 
@@ -59,6 +59,19 @@ def gardener_label(msg: dict) -> str | None:
     return None
 
 
+def labelled(messages: Iterable[dict]) -> Iterator[tuple[dict, str | None]]:
+    """Each message with its ``gardener_label``; the assistant half of a gardener pair (the
+    reply to the state or recall block) takes the user half's. ``measure`` and the status line
+    split the history by this, so they count the same messages as state and recall."""
+    pending: str | None = None
+    for msg in messages:
+        label = gardener_label(msg)
+        if label is None and pending and msg.get("role") == "assistant":
+            label = pending
+        pending = label
+        yield msg, label
+
+
 def measure(coder: Any, session: GardenerSession) -> dict[str, Any]:
     """The prompt a request sent now would carry, by part and by history class; no side
     effects (``garden_preview``). ``total`` is ``main_model.token_count`` of its messages."""
@@ -72,13 +85,8 @@ def measure(coder: Any, session: GardenerSession) -> dict[str, Any]:
     parts[REPO] = tokens(chunks.repo)
     parts[FILES] = tokens(chunks.chat_files)
     by_class: dict[str, list[int]] = {}
-    pending: str | None = None  # the assistant half of a gardener pair takes the user half's
-    for msg in list(chunks.done) + list(chunks.cur):
+    for msg, label in labelled(list(chunks.done) + list(chunks.cur)):
         n = tokens([msg])
-        label = gardener_label(msg)
-        if label is None and pending and msg.get("role") == "assistant":
-            label = pending
-        pending = label
         if label in (STATE, RECALLED):
             parts[label] += n
             continue

@@ -319,7 +319,7 @@ def test_the_status_line_counts_history_as_the_reports_do(make_coder, llm, scrip
     """Issue 23 point 6, one number per thing: the line before a request counted message text
     only while /tokens, /context-pressure and eviction count each message with its framing."""
     from aider_gardener.integration.eviction import history_tokens
-    from aider_gardener.integration.mixin import _fmt_k
+    from aider_gardener.integration.status import fmt_k
 
     coder = make_coder(fnames=["app.py"], max_output=300)
     llm.replies = ["Noted."]
@@ -337,7 +337,7 @@ def test_the_status_line_counts_history_as_the_reports_do(make_coder, llm, scrip
     status = _number_text(
         r"gardener: history ([\d.]+k?) tokens sent", flat(capsys.readouterr().out)
     )
-    assert status == _fmt_k(seen["history"])
+    assert status == fmt_k(seen["history"])
 
 
 def _number_text(pattern: str, text: str) -> str:
