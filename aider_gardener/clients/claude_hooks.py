@@ -137,7 +137,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .hook_wire import ENV_NAMES, ENV_PREFIXES, MAX_STDIN, _read_to_end, reply_wait
+from .hook_wire import ENV_NAMES, ENV_PREFIXES, MAX_STDIN, read_to_end, reply_wait
 
 # Few imports at module level: a hook that no server answered imports this module in its own
 # process (``hook_client``), and the rest loads with the handler that needs it.
@@ -1961,7 +1961,7 @@ def _serve_one(conn: Any) -> None:
     import socket
 
     try:
-        data = _read_to_end(conn, 1 << 20, time.monotonic() + REQUEST_TIMEOUT)
+        data = read_to_end(conn, 1 << 20, time.monotonic() + REQUEST_TIMEOUT)
         head, _, raw = data.partition(b"\n")
         meta = json.loads(head)
         event = str(meta.get("event") or "")

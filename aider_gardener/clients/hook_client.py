@@ -24,21 +24,21 @@ def main(argv: list[str] | None = None) -> int:
         return serve(Path(args[1]))
     event = args[0] if args else ""
     try:
-        raw, total = hook_wire._read_stdin()
+        raw, total = hook_wire.read_stdin()
         if total > hook_wire.MAX_STDIN:
             _log(event, f"input of {total:,} bytes over {hook_wire.MAX_STDIN:,}: ignored")
             return 0
         out = None
         path = None
-        if raw.strip() and hook_wire._server_enabled():
+        if raw.strip() and hook_wire.server_enabled():
             path = hook_wire.server_path()
             if path is not None:
-                out = hook_wire._ask_server(path, event, raw)
+                out = hook_wire.ask_server(path, event, raw)
         if out is None:
             from .claude_hooks import answer  # no server answered: this one is answered here
 
             if path is not None:
-                failed = hook_wire._start_server(path)  # for the next event
+                failed = hook_wire.start_server(path)  # for the next event
                 if failed:
                     _log("server", failed)
             out = answer(event, raw)

@@ -28,7 +28,7 @@ ENV_NAMES = ("HOME",)
 MAX_STDIN = 32 << 20  # bytes of hook JSON read at most
 
 
-def _server_enabled() -> bool:
+def server_enabled() -> bool:
     return os.environ.get(SERVER_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
@@ -101,7 +101,7 @@ def reply_wait(event: str) -> float:
     return timeout * WAIT_SHARE
 
 
-def _ask_server(path: Path, event: str, raw: bytes) -> str | None:
+def ask_server(path: Path, event: str, raw: bytes) -> str | None:
     """The server's reply, or None when there is none within ``reply_wait(event)`` seconds (no
     server, a dead or a stuck one): the hook then answers in process (ingest is idempotent)."""
     import socket
@@ -118,7 +118,7 @@ def _ask_server(path: Path, event: str, raw: bytes) -> str | None:
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         sock.sendall(json.dumps(header).encode() + b"\n" + raw)
         sock.shutdown(socket.SHUT_WR)
-        data = _read_to_end(sock, 1 << 16, deadline)
+        data = read_to_end(sock, 1 << 16, deadline)
         if not data.startswith(b"ok\n"):
             return None  # the request failed or was ended in the server
         return data[3:].decode("utf-8", "replace")
@@ -128,7 +128,7 @@ def _ask_server(path: Path, event: str, raw: bytes) -> str | None:
         sock.close()
 
 
-def _start_server(path: Path) -> str | None:
+def start_server(path: Path) -> str | None:
     """Start the server in the background, at most once per ``SPAWN_BACKOFF`` seconds (a server
     that cannot start must not cost a process per tool call); what went wrong, if anything."""
     import subprocess
@@ -157,7 +157,7 @@ def _start_server(path: Path) -> str | None:
     return None
 
 
-def _read_stdin(limit: int = MAX_STDIN) -> tuple[bytes, int]:
+def read_stdin(limit: int = MAX_STDIN) -> tuple[bytes, int]:
     """At most ``limit`` bytes of stdin and the total size (the rest is drained, so Claude Code
     never blocks writing to us)."""
     stream = getattr(sys.stdin, "buffer", None)
@@ -175,7 +175,7 @@ def _read_stdin(limit: int = MAX_STDIN) -> tuple[bytes, int]:
     return data, total
 
 
-def _read_to_end(sock: Any, size: int, deadline: float) -> bytes:
+def read_to_end(sock: Any, size: int, deadline: float) -> bytes:
     """Everything the peer sends until it shuts its side (both ends write, then SHUT_WR);
     TimeoutError once ``deadline`` (``time.monotonic``) passes, so a peer that stops sending
     cannot hold the reader."""

@@ -1273,7 +1273,7 @@ def ask_within(sock: Path, event: str, payload: dict, seconds: float) -> str | N
     got: dict = {}
 
     def ask() -> None:
-        got["reply"] = hook_wire._ask_server(sock, event, json.dumps(payload).encode())
+        got["reply"] = hook_wire.ask_server(sock, event, json.dumps(payload).encode())
 
     asker = threading.Thread(target=ask, daemon=True)
     asker.start()
@@ -1808,7 +1808,7 @@ def warm_server(server_dir):
     try:
         deadline = time.monotonic() + 120
         ping = json.dumps({"cwd": str(server_dir), "source": "startup"}).encode()
-        while not sock.exists() or hook_wire._ask_server(sock, "SessionStart", ping) is None:
+        while not sock.exists() or hook_wire.ask_server(sock, "SessionStart", ping) is None:
             assert time.monotonic() < deadline and proc.poll() is None, "no hook server"
             time.sleep(0.1)
         yield sock
