@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from ..types import ContentClass, Segment, Source
 from . import lines as lk
-from .chat import assistant_spans, user_spans
+from .assistant import assistant_spans
 from .markdown import FENCE_OPEN, SEARCH
 from .output import output_spans
 from .source import class_for_path, ext_of
 from .spans import Span, finalize
+from .user import user_spans
 
 __all__ = ["classify", "segment"]
 

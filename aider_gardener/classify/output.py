@@ -17,7 +17,7 @@ from ..compress.text_table import text_table
 from ..types import ContentClass
 from . import lines as lk
 from .aider_text import aider_message_class
-from .chat import assistant_spans, sniff
+from .assistant import assistant_spans, sniff
 from .markdown import FENCE_OPEN
 from .source import command_class, expects_json, runner
 from .spans import Span
