@@ -46,7 +46,7 @@ weights (the default since), 352 MB without vectors.
   same vectors (cosine 0.9999998 to the export) and speed (13.8 vs 14.1 full-size, 196 vs
   198 chat-size chunks/s of CPU, one thread).
 * Memory patterns off (``ONNX_MEM_PATTERN``): 515 -> 512 MB, same speed.
-* chromadb without its gRPC tracing exporter (``vectors.import_chromadb``): 511 -> 500 MB.
+* chromadb without its gRPC tracing exporter (``runtime.import_chromadb``): 511 -> 500 MB.
 * Weight-only int8 (``quantize``, ``GARDENER_EMBED_QUANT``): the MatMul weights in 8 bits, made
   once at export time with ONNX Runtime's MatMulNBits quantizer (needs ``onnx``/``onnx_ir`` in
   the export child only): 498-500 -> 476-479 MB (``bench.rss --case fp32:GARDENER_EMBED_QUANT=off
@@ -123,6 +123,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .. import offline  # noqa: F401  (HF_HUB_OFFLINE before sentence-transformers loads)
 from . import model_choice
+from .runtime import import_chromadb, lower_thread_priority
 
 log = logging.getLogger(__name__)
 
@@ -335,16 +336,12 @@ def preloading() -> bool:
 
 
 def _preload() -> None:
-    from .worker import lower_thread_priority
-
     lower_thread_priority()
     try:
         load()
     except EmbeddingsUnavailable:
         return  # the worker reports it when the store opens
     with contextlib.suppress(Exception):
-        from .vectors import import_chromadb
-
         import_chromadb()  # the worker opens it at the first message: seconds
 
 

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from . import embeddings, model_choice
 from .embeddings import EmbeddingsUnavailable
+from .runtime import import_chromadb
 
 log = logging.getLogger(__name__)
 
@@ -472,38 +473,6 @@ def _settings():
     from chromadb.config import Settings
 
     return Settings(anonymized_telemetry=False)
-
-
-# chromadb imports OpenTelemetry's gRPC span exporter at import time, for a tracing setting
-# (``chroma_otel_granularity``) that is off unless configured; with it come grpc and protobuf:
-# 11 MB of a session's RSS (import and client, measured), for nothing. A placeholder module
-# stands in until the exporter is really constructed, which then imports the real one.
-_OTLP_EXPORTER = "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"
-
-
-def _real_otlp_exporter(*args: Any, **kwargs: Any) -> Any:
-    import importlib
-    import sys
-
-    if getattr(sys.modules.get(_OTLP_EXPORTER), "_gardener_placeholder", False):
-        del sys.modules[_OTLP_EXPORTER]
-    module = importlib.import_module(_OTLP_EXPORTER)
-    return module.OTLPSpanExporter(*args, **kwargs)
-
-
-def import_chromadb() -> Any:
-    """``import chromadb`` without the gRPC exporter it only needs when tracing is on."""
-    import sys
-    import types
-
-    if "chromadb" not in sys.modules and _OTLP_EXPORTER not in sys.modules:
-        placeholder = types.ModuleType(_OTLP_EXPORTER)
-        placeholder.OTLPSpanExporter = _real_otlp_exporter  # type: ignore[attr-defined]
-        placeholder._gardener_placeholder = True  # type: ignore[attr-defined]
-        sys.modules[_OTLP_EXPORTER] = placeholder
-    import chromadb
-
-    return chromadb
 
 
 def _persistent_client(path: Path) -> Any:

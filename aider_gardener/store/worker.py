@@ -33,6 +33,8 @@ import threading
 import time
 from typing import Any, Iterator, Sequence
 
+from . import embeddings, model_choice
+from .runtime import lower_thread_priority
 from .vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,6 @@ EMBED_HEAD, EMBED_TAIL = 8, 2
 # bounds a log's embedding at 26 chunks (~1 s of one core) whatever its size.
 MAX_ERROR_CHUNKS = 16
 POLICY_ENV = "GARDENER_EMBED_POLICY"
-NICE = 10  # added to the worker thread's niceness (Linux: per thread)
 MAX_PAUSE = 60.0  # a request that takes longer (a long streamed reply) no longer holds it back
 # A queue this long is worth a word to the user (~25-40 chunks/s on one core: seconds of work).
 ANNOUNCE_CHUNKS = 40
@@ -169,20 +170,6 @@ FOREGROUND = Foreground()
 def foreground() -> "contextlib.AbstractContextManager[None]":
     """``with foreground():`` around work the user waits for: background embedding pauses."""
     return FOREGROUND.busy()
-
-
-def lower_thread_priority(nice: int = NICE) -> bool:
-    """Raise the calling thread's niceness by ``nice`` (Linux schedules threads separately;
-    elsewhere this may apply to the whole process, so it is only done on Linux)."""
-    if not hasattr(os, "setpriority") or not os.uname().sysname == "Linux":
-        return False
-    try:
-        tid = threading.get_native_id()
-        now = os.getpriority(os.PRIO_PROCESS, tid)
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, now + nice))
-        return True
-    except OSError:
-        return False
 
 
 class EmbeddingWorker:
@@ -403,8 +390,6 @@ class EmbeddingWorker:
             )
 
     def _warm(self) -> None:
-        from . import embeddings
-
         if embeddings.loaded():
             self.model_state = "ready"
             if not self.index.warm():
@@ -437,8 +422,6 @@ class EmbeddingWorker:
         self._note(f"gardener: no search by meaning: {why}; /recall uses full-text search{until}")
 
     def _note_ready(self, seconds: float) -> None:
-        from . import embeddings, model_choice
-
         how = embeddings.backend() or "loaded"
         if model_choice.active() != model_choice.DEFAULT:  # say which, when it was chosen
             how = f"{model_choice.active_name()} via {how}"

@@ -454,7 +454,7 @@ class BusyEmbedder:
             raise _BusyStopped()
 
     def _run(self) -> None:
-        from aider_gardener.store.worker import lower_thread_priority
+        from aider_gardener.store.runtime import lower_thread_priority
 
         lower_thread_priority()
         n = 0

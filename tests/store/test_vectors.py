@@ -353,11 +353,12 @@ def test_chromadb_opens_without_the_grpc_tracing_exporter(tmp_path):
     import sys
 
     code = (
-        "import json, sys; from pathlib import Path; from aider_gardener.store import vectors;"
+        "import json, sys; from pathlib import Path;"
+        " from aider_gardener.store import runtime, vectors;"
         " client = vectors._persistent_client(Path(sys.argv[1]));"
         " client.get_or_create_collection('probe-collection').count();"
         " before = 'grpc' in sys.modules;"
-        " exporter = sys.modules[vectors._OTLP_EXPORTER].OTLPSpanExporter("
+        " exporter = sys.modules[runtime._OTLP_EXPORTER].OTLPSpanExporter("
         "endpoint='http://127.0.0.1:9', insecure=True);"
         " print(json.dumps({'grpc_before': before, 'grpc_after': 'grpc' in sys.modules,"
         " 'exporter': type(exporter).__name__}))"

@@ -9,12 +9,12 @@ import time
 import pytest
 
 from aider_gardener.store import Store
+from aider_gardener.store.runtime import NICE
 from aider_gardener.store.vectors import open_index
 from aider_gardener.store.worker import (
     FAILED,
     FOREGROUND,
     INDEXED,
-    NICE,
     PENDING,
     POLICY_ENV,
     SKIPPED,
