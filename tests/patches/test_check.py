@@ -1,5 +1,6 @@
-"""``patches/check``: the series applies with ``git am`` to the aider-chat 0.86.2 sdist, passes
-Aider's style, and Aider's relevant tests plus the series' own tests pass on the result.
+"""``patches/check``: the series, built afresh by ``patches/build`` (git keeps no .patch file),
+applies with ``git am`` to the aider-chat 0.86.2 sdist, passes Aider's style, and Aider's relevant
+tests plus the series' own tests pass on the result.
 
 It downloads the sdist with pip, so it skips (one line) where PyPI is unreachable;
 ``AIDER_SDIST`` may name a local copy. About two minutes, most of it Aider's own tests.
