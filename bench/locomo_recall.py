@@ -1,53 +1,18 @@
 """Recall quality on real long conversations: LoCoMo (Maharana et al., ACL 2024).
 
-Each of the three LoCoMo conversations in ``memory_bench/locomo_dev3.json`` is imported turn by
-turn into its own real store (SQLite + FTS5 + embedded chromadb, in a temporary folder), the
-embedding queue is drained, and every question that names evidence turns is asked through
-``recall`` in three modes: FTS5 only, vectors only, and hybrid. A question counts as recalled at
-k when any of its evidence turns is among the top k entries. Questions and answers never reach
-the store, and nothing about the evidence is used at query time.
+Each of the three LoCoMo conversations in ``memory_bench/locomo_dev3.json`` goes turn by turn
+into its own real store (SQLite + FTS5 + embedded chromadb, in a temporary folder): one entry per
+turn, ``[<session date>] <speaker>: <text>`` plus the BLIP caption of a shared photo, class forced
+to prose (this measures retrieval, not the classifier). Every question that names evidence turns
+is asked verbatim through ``recall`` with FTS5 only, vectors only, hybrid and reranked; it counts
+as recalled at k when an evidence turn is in the top k. Turns go in alone, as Aider's messages
+do, so reply context and query handling are the store's own, the same for every query; nothing
+about the evidence is used at query time. ``--longmemeval`` runs the same over the LongMemEval
+derivative in ``memory_bench``, a check that a change loses nothing easy.
 
-What is indexed, per turn (one entry each, class forced to prose because chat turns are prose
-and the benchmark measures retrieval, not the classifier)::
+    python -m bench.locomo_recall [--longmemeval] [--json OUT]
 
-    [<session date>] <speaker>: <text>
-    [<speaker> shared a photo: <BLIP caption>]     (only for turns that carry an image)
-
-The date is there because an Aider user recalls "what did we decide on Monday" too, and the
-image caption because it is the only text of what a shared photo showed. Turns go in alone and
-in order, as Aider's messages do: the store itself indexes each conversation turn with the turn
-it answers (``store/db.py``, ``CONVERSATION_CLASSES``), because a reply ("You'll be an awesome
-mom!") often shares no word with a question about what it replies to. Questions are passed verbatim;
-FTS5 query handling (stopwords, quoting, OR of terms) is the store's own, the same for every
-query, and so is recall's rule that a matching turn credits the turn before it
-(``recall.REPLY_CREDIT``, applied to any conversation turns, not by this script).
-
-Measured (hybrid R@1 / R@5 / R@10): turns alone, the store adding each turn's reply context
-(the default) 0.384 / 0.751 / 0.853. Before the store did that, this script wrote the previous
-turn into each entry itself (``--context 1``, "(in reply to <speaker>: <text>)" in the text):
-0.414 / 0.768 / 0.859, and turns alone then gave 0.370 / 0.659 / 0.756 — what every real session
-got, since Aider's messages arrive alone (on the LoCoMo replays of ``bench run``, recall@5 of the
-probes went from 0.61-0.70 to 0.72-0.80 when the store took this over). ``--context 1`` now adds
-the text on top of the store's context: 0.257 / 0.772 / 0.863. Other ways of writing a turn,
-measured with ``--context 1`` before the change: without the date 0.388 / 0.746 / 0.844; the date
-on its own last line 0.404 / 0.760 / 0.853; two previous turns 0.364 / 0.770 / 0.873.
-
-The ``rerank`` row is hybrid recall as an explicit ``/recall`` runs it, the fused top 20 read
-again by ``store/rerank.py`` (MaxSim over MiniLM's token states): 0.410 / 0.796 / 0.865 against
-hybrid 0.384 / 0.751 / 0.855 in the same run (13.6 ms per hybrid query, 1.0 s per reranked one
-at a load average of 2-4.5 on two cores; 37 ms and 2.4 s at ~14). With the rerank row the run
-takes ~12 min instead of ~1.5 at that load. Those were float32 weights; with the int8 weights
-sessions now load (``embeddings.quantize``), one run after the other at load ~1: hybrid 0.386 /
-0.751 / 0.857 (float32 0.384 / 0.750 / 0.855), rerank 0.410 / 0.790 / 0.865 (float32 0.410 /
-0.796 / 0.865; ``GARDENER_EMBED_QUANT=off``), 507 vs 546 ms per reranked query.
-
-``--longmemeval`` runs the same over the LongMemEval derivative in ``memory_bench`` (three
-haystacks of ~40 sessions, 26 questions; a question is recalled when a top-k turn belongs to one
-of its answer sessions, since the subset marks answer turns only for its original questions):
-every mode finds 25 of 26 at k = 1 already (0.962 at 1, 5 and 10, reranked too), so it checks
-that a change does not lose what is easy, not that it gains.
-
-Run from the repository root: ``python -m bench.locomo_recall [--longmemeval] [--json OUT]``.
+Turn formats tried, rerank and int8 figures: docs/decisions/051-locomo-turn-text.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,18 @@
 """Where recall's relevance floor goes (``store/floor.py``): true hits against unrelated queries.
 
 Recall ranks by fused ranks, so every query gets its five nearest entries. This measures the two
-signals a floor can use on real data: the best chunk's cosine similarity to the query (MiniLM,
-as the store embeds) and the share of the query's search terms the entry holds.
+signals a floor can use on real data: the best chunk's cosine similarity to the query (MiniLM, as
+the store embeds) and the share of the query's search terms the entry holds. Positives: LoCoMo
+questions against their conversation's store, the probes ``bench import aider-history`` makes
+from real Aider histories against that history's store, and ``bench.tool_probes``' questions on
+real tool outputs. Negatives: the same questions against another conversation's or history's
+store, and single technical words (``WORDS``) no store contains. A query "keeps" its positive
+when a target is in the top 5 and passes the floor; a negative is "quiet" when none of its top 5
+passes. Data are read in place, nothing is copied.
 
-* Positives: LoCoMo questions (``memory_bench/locomo_dev3.json``) against their conversation's
-  store, the evidence turns among the top 5; the probes ``bench import aider-history`` makes
-  from real Aider histories (``aider_histories``: an error a command reported, a commit hash, an
-  edited file, a decision; a hit holds the answer) against a store of that history's sessions;
-  ``bench.tool_probes``' 20 hand-written questions on real tool outputs.
-* Negatives, queries whose answer is not in the store: each conversation's questions against
-  the next conversation's store, the aider probes against another history's store, and single
-  technical words (``WORDS``, e.g. "checksum") none of the stores contains.
+    python -m bench.recall_floor [--conversations N] [--histories N] [--json OUT]
 
-A query "keeps" its positive when a target is in the top 5 and passes the floor; a negative is
-"quiet" when none of its top 5 passes. Data are read in place, nothing is copied.
-Run: ``python -m bench.recall_floor [--conversations N] [--histories N] [--json OUT]`` (defaults
-2 and 2, ~25 min at a load of 5-7 on 2 cores); the table is in ``docs/benchmarks.md``.
+Defaults 2 and 2 (~25 min on 2 busy cores). Method: docs/decisions/059-recall-floor-measurement.md.
 """
 
 from __future__ import annotations
@@ -27,6 +23,8 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+
+from aider_gardener.store.recall import recall
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -50,7 +48,7 @@ EVENTS_PER_HISTORY = 150
 def _hits(store, query: str, targets, answer: str | None = None) -> list[dict]:
     from aider_gardener.store.floor import term_share
 
-    hits = store.recall(query, limit=5)
+    hits = recall(store, query, limit=5)
     entries = store.get_entries([h.entry_id for h in hits])
     out = []
     for rank, h in enumerate(hits, 1):

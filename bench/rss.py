@@ -1,37 +1,18 @@
-"""Peak RSS of a real ``aider-gardener`` session with vectors on (issue 15 goal 3: <= 500 MB).
+"""Peak RSS of a real ``aider-gardener`` session with vectors on (goal: <= 500 MB).
 
 Each run starts the real CLI in a pseudo-terminal against the stub model (the harness of
-``tests/integration/terminal.py``: a temp git repo, a temp HOME, litellm's ``mock_response``),
-with ``--gardener-vectors``, and does what a user does: ``/run cat`` of a large real log (so
-the embedder has work), two messages, waits until the background embedder has drained the
-store's queue and the process is idle, then ``/recall``, then reads the process's ``VmHWM``
-(peak RSS) and ``VmRSS`` from ``/proc/<pid>/status``. ``/exit`` follows; the peak seen until
-the process is gone is reported too (``exit MB``).
+``tests/integration/terminal.py``) with ``--gardener-vectors`` and does what a user does: ``/run
+cat`` of a large real log (so the embedder has work), two messages, a wait until the embedder has
+drained the queue, ``/recall``; then it reads ``VmHWM`` and ``VmRSS`` from ``/proc/<pid>/status``,
+and the peak until the process is gone after ``/exit``. The ONNX export is made once per case and
+copied into every run, as every later session of a project finds it. Cases run alternately
+(A B A B ...), so a busy machine affects them alike; each is a name and ``KEY=VALUE`` settings or
+``--flag`` arguments for the CLI. Also reported: whether torch and friends were imported, the
+backend's shared libraries mapped, wall time::
 
-The ONNX export (a child process with torch, seconds of CPU, once per store) is not what is
-measured: it is made once per case (``embeddings._export_here`` in a child), and every measured run
-starts with a copy of it, as every later session of a project does.
+    .venv/bin/python -m bench.rss --runs 3 --case base --case novec:--no-gardener-vectors
 
-Cases run alternately (A B A B ...), so a busy machine affects them alike; each case is a name
-and ``KEY=VALUE`` environment settings or ``--flag`` arguments for the CLI::
-
-    .venv/bin/python -m bench.rss --runs 3
-    .venv/bin/python -m bench.rss --runs 3 --case base --case noarena:GARDENER_X=0
-    .venv/bin/python -m bench.rss --case novec:--no-gardener-vectors
-    git archive HEAD aider_gardener | tar -x -C /tmp/before
-    .venv/bin/python -m bench.rss --case before:PYTHONPATH=/tmp/before --case after
-
-Result (2026-11-25, 2-core EPYC shared with other jobs, load ~4.6, ``--runs 3``; VmHWM median
-(min-max), MB)::
-
-    before (embeddings.py at 551a72d)    568 (566-583)
-    mapped model file, mem patterns off  511 (511-512)
-    + chromadb without gRPC exporter     500 (499-501)   <- now
-    --no-gardener-vectors                352 (351-352)
-
-Also reported per case: whether torch, transformers or sentence_transformers were imported in
-the session (its ``sys.modules`` at exit, written by a ``sitecustomize`` this bench puts on
-``PYTHONPATH``), the embedding backend's shared libraries mapped, and the wall time.
+Results: docs/decisions/052-session-peak-rss.md.
 """
 
 from __future__ import annotations

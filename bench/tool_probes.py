@@ -1,22 +1,18 @@
-"""Recall of old tool outputs against embedding cost, per embedding policy (issue 15).
+"""Recall of old tool outputs against embedding cost, per embedding policy.
 
-Embedding every chunk of a big log is most of the gardener's CPU (a 144k-token log: ~50 s of one
-core), while logs are mostly found by their identifiers, which FTS5 indexes in full whatever is
-embedded. This bench asks how much recall a policy that embeds only the head and tail chunks of
-log/structured outputs (``store/worker.py``, ``EMBED_POLICY``) gives up for the CPU it saves.
+Embedding every chunk of a big log is most of the gardener's CPU, while logs are mostly found by
+their identifiers, which FTS5 indexes in full whatever is embedded. This asks how much recall a
+policy that embeds only the head and tail chunks of log/structured outputs (``store/worker.py``,
+``EMBED_POLICY``) gives up for the CPU it saves. The session: the 14 real tool outputs of
+``../shared/data/tool_outputs`` ingested as ``/run`` outputs, interleaved with the chat of
+``replays/coding-session-50.jsonl`` as distractors. ``PROBES`` are hand-written questions a user
+could ask much later, each with an answer string from its output; a probe is a hit when one of
+``recall(question)``'s top 5 holds the answer, and says whether the answer lies in a skipped
+chunk. Wall and CPU time are of ``store.drain()`` (embedding and chromadb upserts).
 
-The session: the 14 real tool outputs of ``../shared/data/tool_outputs`` (pytest, jest, cargo,
-tsc, maven, go test, a 1.5 MB build log, HDFS and OpenSSH logs, a yarn error log, a GitHub API
-JSON) ingested as ``/run`` outputs, interleaved with the chat of the bundled
-``replays/coding-session-50.jsonl`` (distractors: code, tracebacks, prose). Then ``PROBES``:
-questions a user could ask much later, each with an answer string that occurs in the output it
-is about (hand-written from the files; about half name an identifier, half paraphrase). A probe
-is a hit when one of ``recall(question)``'s top 5 entries holds the answer. Each probe also
-says whether its answer lies in a chunk the policy skips.
+    .venv/bin/python -m bench.tool_probes [--policies all 8,2]   # ~2-4 min on 2 cores
 
-Run: ``.venv/bin/python -m bench.tool_probes`` (all policies, ~2-4 min on 2 cores) or
-``--policies all 8,2``. Wall and CPU time are of ``store.drain()`` (embedding in the calling
-thread, chromadb upserts included).
+Method: docs/decisions/060-tool-output-embed-policy.md.
 """
 
 from __future__ import annotations
@@ -28,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from aider_gardener.store.recall import recall
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUTS = ROOT.parent / "shared" / "data" / "tool_outputs"
@@ -217,7 +215,7 @@ def run_policy(policy: str, events, folder: Path) -> dict:
             )
             row = {"question": question, "answer_embedded": bool(skipped)}
             for mode in ("hybrid", "fts"):
-                hits = store.recall(question, limit=5, mode=mode)
+                hits = recall(store, question, limit=5, mode=mode)
                 originals = store.get_entries([h.entry_id for h in hits])
                 row[mode] = any(
                     answer.lower() in str(originals[h.entry_id].original).lower()
