@@ -1,4 +1,4 @@
-"""``python -m bench import KIND SRC -o DIR`` and ``python -m bench run PATH...`` (issue 5).
+"""``python -m bench import KIND SRC -o DIR`` and ``python -m bench run PATH...``.
 
 ``run`` takes replay files or folders (every ``*.jsonl`` in them; ``*.probes.jsonl`` files there
 are probe files and add their probes to the replays they name).

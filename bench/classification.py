@@ -1,18 +1,13 @@
 """How often the classifier agrees with a person, measured on real shared data.
 
 The gold standard must not be derived from the classifier, so this script cuts the shared data
-into *labelling units* with its own, deliberately simple rules that only know Aider's chat-history
-file format (``#### `` user lines, ``> `` tool lines whose multi-line messages carry the prefix on
-their first line only, assistant replies split at fences) and, for raw tool outputs, the file plus
-the traceback regions a test runner's format delimits. A seeded, stratified sample of those units
-was labelled by hand in ``bench/labels/classification.tsv``; only positions and a short hash are
-stored there, never the third-party text.
-
-Scoring runs the classifier on the whole message (or file) a unit comes from, with the source an
-integration would know, projects the segments onto the unit's line range (majority class by
-characters) and compares with the gold label. A second sample, ``classification_holdout.tsv``,
-was labelled after the classifier had been tuned on the first and is reported separately: it is
-the unbiased estimate.
+into *labelling units* with deliberately simple rules of its own: Aider chat-history messages
+(``#### `` user lines, ``> `` tool lines, assistant replies split at fences), and raw tool output
+files plus the traceback regions a test runner's format delimits. A seeded, stratified sample was
+labelled by hand in ``bench/labels/classification.tsv`` (positions and a short hash, never the
+third-party text). Scoring runs the classifier on the whole message (or file) with the source an
+integration would know and compares the majority class (by characters) over the unit's lines with
+the label. ``classification_holdout.tsv``, labelled after tuning on the first, is the unbiased one.
 
     python -m bench.classification [--json OUT]        # score against the gold labels
     python -m bench.classification --sample [--holdout] # list a seeded sample (no text)
@@ -379,7 +374,7 @@ def tool_output_units() -> list[Unit]:
 
 
 def more_tool_output_units() -> list[Unit]:
-    """``tool_outputs_more`` (issue 14): one unit per whole file, no command known (its
+    """``tool_outputs_more``: one unit per whole file, no command known (its
     SOURCES.tsv names no kind), so the content alone must decide."""
     base = SHARED / "tool_outputs_more"
     if not base.is_dir():

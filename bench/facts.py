@@ -1,50 +1,18 @@
-"""``python -m bench.facts [HISTORY.md ...] [--json OUT]``: does the fact tracker see every edit
-and commit Aider made? (issue 7)
+"""Does the fact tracker see every edit and commit Aider made? Measured on real chat histories.
 
-Each chat history is imported with the bench importer (one reply per event, so reflections and
-the architect's editor get their own recorded reply) and replayed through real Aider coders in
-gardener mode. The facts must come from Aider's own events, so Aider's real edit flow runs:
+Each history is imported with the bench importer (one reply per event) and replayed through
+real Aider coders in gardener mode, so the facts come from Aider's own edit flow, not from
+synthetic events. The replay rebuilds what the recorded Aider met: the files each reply applied
+hold its SEARCH texts, edits that failed fail again, the fence and edit format are the recorded
+ones, and Aider's commit-message request is answered with the recorded message, so it makes
+real commits in a temp git repo. Per turn, the tracker's file facts are compared with the
+transcript's ``applied`` paths and edit commits (matched by message and count; hashes differ):
+precision and recall for edited files and for commits. Aider's own ``Applied edit``/``Commit``
+lines in the replay put each miss down to the replay or to the tracker.
 
-* edits: before a recorded reply is handed to Aider, every file the transcript says that reply
-  applied (``Applied edit to``) is made to exist and hold each SEARCH text of the reply's blocks
-  for it (appended when missing, parsed with Aider's own block parser), and the seed is
-  committed. Files whose edit did not apply are not seeded, so their edits fail as they did;
-  a SEARCH block Aider said failed to match (``SearchReplaceNoExactMatch``) fails here too even
-  when the stand-in file holds its lines, and when Aider said the other blocks applied (no
-  ``Applied edit`` line then, but a commit), their files are seeded and allowed.
-  Files enter the chat as the transcript typed them (``/add``), and Aider's question for a
-  file outside the chat ("Allow edits to file that has not been added to the chat?", "Create
-  new file?") is answered yes exactly for the files the transcript applied. Right before the
-  edit, the applied files that exist are put in the chat the way Aider does on that yes
-  (Aider resolves a block's file name against the chat's files, and a near miss would send
-  the edit elsewhere; the recorded chat had them, e.g. through ``--watch-files``).
-* what the recorded Aider saw: the fence the reply was written in (Aider picks ``<source>``
-  or four backticks when a chat file holds triple backticks); the edit format ``/code`` and
-  the architect's editor use (the one the replies are written in); Aider < 0.5x's tolerance
-  of a blank line between a block's file name and its fence; and, where the transcript shows
-  a dirty commit, a stand-in user change committed before the edit (otherwise a reply that
-  rewrites a file as it was leaves nothing to commit).
-* commits: auto-commits are on in a temp git repo; Aider's commit-message request to the weak
-  model (recognised by ``aider.prompts.commit_system``) is answered with the message recorded
-  for that reply, so Aider makes a real commit. An edit whose commit failed in the transcript
-  (``Unable to commit``) fails here too: git is told to sign with a signer that fails, which is
-  what happened. A session that applied edits but never committed ran without git (or with
-  ``--no-auto-commits``) and is replayed without auto-commits.
-* replies: reflections are allowed, and a turn whose transcript has more replies than Aider
-  asked for (a file-mention round trip the replay declines, ``--watch-files`` requests) asks
-  again, so no recorded reply is skipped. Commands the runner skips are skipped here too.
-  Vectors are off (facts do not need them).
+    python -m bench.facts [HISTORY.md ...] [--json OUT]
 
-Then, per turn, the tracker's file facts (paths edited/created in the turn, commit messages
-attached) are compared with the transcript's ``applied`` paths and edit commits: precision and
-recall for (a) edited files, (b) commits. Hashes differ in a fresh repo, so commits are matched
-by message and count, and every hash a fact names must be a real commit of the temp repo.
-Aider's own ``Applied edit``/``Commit`` lines in the replay are kept too, so each miss is put
-down to the replay (Aider did something else) or to the tracker (Aider did it, no fact).
-
-Commits the replay cannot make are left out of the truth and counted: the linter's (``style:
-fix lint`` after an edit commit; the replay has no linter config), dirty commits of the user's
-own changes, and ``Commit`` lines that follow no reply (``/commit``, ``aider --commit``).
+How the replay reproduces the recorded edits: docs/decisions/053-fact-tracker-replay.md.
 """
 
 from __future__ import annotations

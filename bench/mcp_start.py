@@ -1,35 +1,18 @@
-"""What ``gardener-mcp`` costs a client at start (issue 22, point 4), variants side by side.
+"""What ``gardener-mcp`` costs a client at start, variants side by side.
 
-``python -m bench.mcp_start [--runs N] [--baseline DIR] [--claude] [--hooks-only] [--codex]``
+Server: each run spawns the real server in a git repository holding one stored output and speaks
+to it as Claude Code 2.1.332 does; it times spawn to each answer (``server/discover``,
+``initialize``, ``tools/list``) and to the first tool result, and stdin's close to exit.
+``--claude`` runs the real Claude Code CLI in ``-p`` mode against a scripted Messages API without
+the plugin, with it and with its parts alone (MCP server; hooks warm and cold) beside two floors
+(a server answering at once, hooks that only ``cat``): seconds to exit and to the first API
+request, and each hook's time from the CLI's debug log. ``--codex`` does the same with ``codex
+exec``; ``--baseline DIR`` adds another checkout, run with ``PYTHONPATH=DIR``. Runs alternate
+between variants, so load falls on all alike; medians, with each variant's ratio to the first.
 
-Server (every run spawns the real server in a git repository holding one stored output, and
-speaks to it as Claude Code 2.1.332 does: ``server/discover``, then ``initialize``,
-``tools/list``, then a ``tools/call`` of ``context_pressure``):
+    python -m bench.mcp_start [--runs N] [--baseline DIR] [--claude] [--hooks-only] [--codex]
 
-* ``discover``, ``initialize``, ``tools/list``: milliseconds from spawn to each answer;
-* ``first call``: to the first tool result (the library loaded and the store open);
-* ``exit``: from closing its stdin to its exit.
-
-``--claude``: the real Claude Code CLI (``.venv/claude-code``) in ``-p`` mode against the
-scripted Messages API (``tests/clients/fake_anthropic.py``), without the plugin and with it
-(the shipped plugin folder; its hook and MCP commands are this venv's console scripts, or the
-baseline's through wrappers that set ``PYTHONPATH``): seconds from spawn to exit, and to the
-first API request, and each hook's time as the CLI logs it (``--debug-file``: "Hooks: EVENT
-[command] ... finished ... (N ms)"; Claude Code waits for each in turn). Beside the plugin as
-shipped: its MCP server alone, its hooks alone (with their server warm from the run before, and
-cold: stopped before each run, as for the first run of a day), and two floors: an MCP server
-answering at once, and hooks that only read their input (``cat``), what any hook costs.
-``--hooks-only``: only ``without``, the hooks alone and their floor. Processes run with compiled
-modules (``PYTHONPYCACHEPREFIX``), as an installed package's do. ``--codex``: the same with
-``codex exec`` (``.venv/codex``) against ``tests/clients/fake_openai_responses.py``, without
-the server and with it, configured as the README says.
-
-``--baseline DIR``: another checkout (``git worktree add /tmp/base HEAD~3``) run with the same
-interpreter and ``PYTHONPATH=DIR``. Runs alternate between variants, so load on the machine
-falls on all of them alike; medians are reported with each variant's ratio to the first. Every
-variant shares one HOME and model cache (``--model-cache``, default the user's when it holds
-the model, else the servers run ``--no-vectors``): a first use's model export is not measured
-here. Results go to ``docs/benchmarks.md`` by hand, with the machine's load.
+Method in full: docs/decisions/057-start-cost.md; results: docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,18 @@
-"""Start -> first prompt of ``aider-gardener`` beside plain ``aider`` (goal: <= +0.3 s over
-Aider).
+"""Start -> first prompt of ``aider-gardener`` beside plain ``aider`` (goal: at most +0.3 s).
 
 Each run starts the real command in a pseudo-terminal (80 columns) in a temp git repository
 against the stub model (``tests/integration/terminal.py``'s workspace: temp HOME, litellm's
 ``mock_response``), times until the prompt shows, then leaves with ``/exit``. Cases run
 alternately (A B C A B C ...), so load on the machine falls on all of them alike; medians and
-ranges are printed, with each case's difference to the first. One warm-up round first (the
-first start of a HOME also writes Aider's caches).
+ranges are printed, with each case's difference to the first. One warm-up round first (the first
+start of a HOME also writes Aider's caches). Cases: ``aider``, ``gardener`` (the default: rag
+mode, vectors on, as users run it), and with ``--baseline DIR`` the same ``aider-gardener`` from
+another checkout (e.g. ``git worktree add ../before HEAD~1``), run with ``PYTHONPATH=DIR``::
 
-Cases: ``aider``, ``gardener`` (the default: rag mode, vectors on, as users run it), and with
-``--baseline DIR`` the same ``aider-gardener`` from another checkout (``git worktree add
-/tmp/before HEAD~1``; run with ``PYTHONPATH=DIR``)::
+    .venv/bin/python -m bench.start --runs 7 [--baseline DIR]
 
-    .venv/bin/python -m bench.start --runs 7
-    .venv/bin/python -m bench.start --runs 7 --baseline /tmp/before
-
-Results, with the load they were measured at: ``docs/benchmarks.md`` ("Start until the first
-prompt").
+Results, with the load they were measured at: ``docs/benchmarks.md``; see also
+docs/decisions/057-start-cost.md.
 """
 
 from __future__ import annotations

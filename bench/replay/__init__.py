@@ -1,3 +1,3 @@
 """The replay benchmark: recorded sessions replayed through real Aider coders, with and without
-the gardener, measured side by side (issue 5). ``python -m bench run`` / ``python -m bench import``.
+the gardener, measured side by side: ``python -m bench run`` / ``python -m bench import``.
 """

@@ -12,8 +12,7 @@ bugs, so this mode fixes them the way a patch to ``base_coder.py`` would:
   Fixed: a failed summary leaves the history as it was.
 * the non-daemon thread: the summarizer thread keeps the process alive at exit. Fixed: daemon.
 
-The summarizer itself is answered by the runner's stub (a labelled stand-in of a summary's size),
-as in ``aider`` mode.
+The summarizer is answered by the runner's stub (a labelled stand-in), as in ``aider`` mode.
 """
 
 from __future__ import annotations

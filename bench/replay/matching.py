@@ -1,24 +1,17 @@
 """Does a probe's answer occur in a text? Strictly (verbatim) or by its content words.
 
-Verbatim matching is right for identifiers (a path, a test id, an exception line): a continuity
-mechanism that keeps them must keep them exactly. It is wrong for conversational benchmarks such
-as LoCoMo, whose reference answers are paraphrases ("Adoption agencies" for "researching
-adoption agencies", "4 years" for "four years"); there a verbatim figure is low for every mode
-and says little. The loose matcher counts an answer as present when every *content word* of it
-occurs within one message (or one recalled hit): lowercased, punctuation and function words
-removed, number words up to twenty folded to digits, simple plural/-ing/-ed endings folded. It
-knows nothing about modes, so applying it to all of them keeps the comparison fair; the strict
-figure is reported beside it.
+Verbatim is right for identifiers (a path, a test id, an exception line), which a continuity
+mechanism must keep exactly, and wrong for conversational benchmarks such as LoCoMo, whose
+answers are paraphrases ("4 years" for "four years"). The loose matcher counts an answer as
+present when every *content word* of it occurs within one message (or one recalled hit):
+lowercased, punctuation and function words removed, number words up to twenty folded to digits,
+simple plural/-ing/-ed endings folded. It knows nothing about modes, so it keeps the comparison
+fair; the strict figure is reported beside it. Answers that look like identifiers are matched
+verbatim only, and a hyphenated compound is one word. Function words are a short hand-written
+list: general stopword lists (scikit-learn's, NLTK's) drop words that are answers here ("may"
+the month, "five", "first", "no").
 
-Answers that look like identifiers (a path, ``a_b``, ``x.y``, ``KeyError: 'currency'``,
-``Python 3.9``, CamelCase) are matched verbatim only: their words scattered over a message are
-not the identifier, and a continuity mechanism is asked to keep them exactly. A hyphenated
-compound is one word (``self-care``, ``py-moneyed``), so "py" of ``amounts.py`` and "moneyed" of
-``import moneyed`` do not make ``py-moneyed``.
-
-Function words are a short hand-written list rather than a library's: general stopword lists
-(scikit-learn's, NLTK's) drop words that are answers here ("may" the month, "five", "first",
-"no"), and this list must keep numbers and month names.
+Examples and the reasons in full: docs/decisions/056-replay-harness.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
-"""The figures of one replay in one mode, as the JSON report carries them (issue 5, §3).
+"""The figures of one replay in one mode, as the JSON report carries them.
 
-Billing counts what a provider charges for: every request that was answered, the main model's
-and the summarizer's alike; a request refused for exceeding the window is counted in
-``overflows`` and not billed. Probe recall is ``n`` probes with ``hit`` 0 for the ``aider``
-modes, which have no recall, so ``probe_in_prompt_or_recall5`` compares like with like.
+Billing counts what a provider charges for: every answered request, the main model's and the
+summarizer's alike; a request refused for exceeding the window is counted in ``overflows`` and
+not billed. Because a refused request costs nothing, ``prompt_tokens_total`` can make the mode
+that fails look cheap: ``prompt_tokens_common`` bills only the turns every mode answered, the
+cost of the same work. Probe figures use the loose matcher (``matching.py``), the same for every
+mode, with the strict ones as ``*_verbatim``; the ``aider`` modes have no recall, so they count
+``hit`` 0 and ``probe_in_prompt_or_recall5`` compares like with like. ``probe_phases`` and
+``probe_kinds`` split probes by where a continuity replay asked them and by kind. Gardener time
+per turn leaves out opening the store (``gardener_open_ms``, once per Aider process); ``totals``
+takes its percentiles over every turn of every replay, not as a mean of per-replay ones.
 
-Probe figures use the loose matcher (``matching.py``: verbatim, or every content word of the
-answer in one message / one recalled hit), the same for every mode; the ``*_verbatim`` figures
-are the strict ones. ``probe_phases`` splits them by where a continuity replay asked them
-(after a ``/soft-restart``, after a resumed session), ``probe_kinds`` by the probes' ``kind``.
-Gardener time per turn leaves out opening the store, reported once per Aider process as
-``gardener_open_ms``.
-
-A mode that overflows is refused, and a refused request is not billed, so ``prompt_tokens_total``
-can make the mode that fails look cheap: ``prompt_tokens_common`` bills only the turns every mode
-of the replay answered, the cost of the same work. ``totals`` sums the replays for the overall
-claim; its gardener percentiles are taken over every turn of every replay, because a mean of
-per-replay percentiles weighs a 3-turn replay like a 300-turn one.
+Why each figure is counted this way: docs/decisions/056-replay-harness.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,18 @@
 """``.aider.chat.history.md`` (+ optional ``.aider.input.history``) into one replay per session.
 
-Aider's own ``split_chat_history_markdown`` is not used: it falls into the traps of this format,
-which the parser below handles from how ``aider/io.py`` writes the file:
+Aider's own ``split_chat_history_markdown`` is not used: it falls into this format's traps, which
+the parser below handles from how ``aider/io.py`` writes the file (only the first line of a
+multi-line tool message starts with ``> ``; replies have ``####`` headings too; a reply can stop
+inside a code fence; newer Aider logs command output without the output; the architect's reply
+is logged again as user input). Aider's own lines after a reply are the ground truth of what it
+did: each ``assistant`` event keeps its ``Applied edit to`` paths (``applied``) and ``Commit``
+lines (``commits``, ``kind`` dirty, lint or failed where so) for ``bench/facts.py``.
 
-* only the *first* line of a multi-line tool message starts with ``> ``; the message ends at the
-  line Aider closed with two trailing spaces, so continuation lines are tool text, not reply;
-* user input is written as ``#### `` lines, but assistant markdown has ``####`` headings and
-  ``>`` quotes too: lines inside a reply's code fence are reply text, and when the input history
-  is given, a ``#### `` line right after reply text is user input only if the user typed it;
-* a reply cut off inside a code fence (interrupted, or out of tokens) would swallow the rest
-  of the session; Aider's own lines after a reply (``Tokens: … sent``, ``Applied edit``,
-  ``Commit``) and typed commands end it;
-* current Aider logs ``Added N lines of output to the chat`` without the output. Where the file
-  has the output (older Aider, e.g. Aider's own history) the ``run`` event keeps it; otherwise
-  the event carries a marker and ``gap: true``.
-* in architect mode Aider logs the architect's reply again as user input (what it hands the
-  editor); that is not a turn, and the editor's reply belongs to the architect's turn;
-* older Aider wrote some one-line tool messages (``Add these files to the chat? y``, ``Initial
-  repo scan …``) without the two closing spaces; such a line followed by an empty line and never
-  closed is a message of its own, or the reply after it would be read as tool text;
-* Aider's own lines after a reply are the ground truth of what it did: each ``assistant`` event
-  keeps the ``Applied edit to PATH`` lines (``applied``) and the ``Commit HASH MESSAGE`` lines
-  (``commits``) that followed it (for the fact-tracker evaluation, ``bench/facts.py``); commits
-  Aider made of the user's own changes before an edit are marked ``kind: dirty``, the linter's
-  after an edit commit ``kind: lint``, and an ``Unable to commit`` ``kind: failed`` (no hash).
-  Lines that follow no reply (``/commit``, ``aider --commit`` at start-up) are counted, not kept.
+Every session is replayed with ``gpt-4o`` (the original model is kept in ``notes``), so every
+replay is measured with one tokenizer and window. Probes are facts said once, early (error lines
+of command output, commit hashes, edited files, decisions), asked 40 turns later or at the end.
 
-Every session is replayed with ``gpt-4o`` (the original model is kept in ``notes``) so every
-replay is measured with one tokenizer and window. Probes are made from facts said once, early:
-error lines of command output, commit hashes, files edited by a reply, decisions; each asked at
-the end of the session (or 40 turns after it was said, when the session is that long).
+Each trap and how it is handled: docs/decisions/055-replay-importers.md.
 """
 
 from __future__ import annotations

@@ -1,36 +1,16 @@
 """A Claude Code session transcript (``~/.claude/projects/*/SESSION.jsonl``) into one replay.
 
-The transcript is one JSON record per line, in the order things happened. What matters here:
+The transcript is one JSON record per line, in the order things happened. A typed prompt becomes
+a ``user`` event, each tool call with its result a ``run`` event (command: the shell command for
+Bash/PowerShell, else ``Tool argument``; output: the result text the model saw; ``exit_code`` 1
+for an error result), assistant text an ``assistant`` event. Meta, subagent (``isSidechain``)
+and bookkeeping records are left out; a call's prompt size is counted once per message id, as
+every content block repeats its ``usage``. Compactions cannot be replay events, so the replay's
+``notes`` say where they were, and ``parse`` keeps everything for ``bench/claude_code.py``.
+Probes are those of Aider histories (``aider_history.make_probes``) plus the file an
+``Edit``/``Write`` call changed for a prompt and the critical facts of a command's output.
 
-* ``user`` records carry either what the user typed (``message.content`` a string, or text
-  blocks) or the results of the tools the model called (``tool_result`` blocks, matched to the
-  ``tool_use`` block of an earlier ``assistant`` record by ``tool_use_id``). ``isMeta`` records
-  (command caveats, skill bodies, hook feedback) were never typed and are not turns.
-* ``assistant`` records are written one per content block (text, thinking, tool_use), each with
-  the *same* ``message.id`` and ``usage``; the real prompt size of a call is that usage's
-  ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``, once per message id.
-* a compaction is a ``system`` record with ``subtype: compact_boundary`` (``compactMetadata``
-  has ``preTokens``, newer versions ``postTokens``) followed by a ``user`` record with
-  ``isCompactSummary: true`` holding the summary the model continues from ("This session is
-  being continued from a previous conversation …"). Claude Code 1.0.x wrote the summary record
-  alone, without a boundary. ``type: "summary"`` records are *session titles* (a one-line
-  ``summary`` with a ``leafUuid``), not compactions; ``microcompact_boundary`` records (old tool
-  results cleared) are counted, not treated as compactions.
-* ``isSidechain`` records are a subagent's own conversation; its result reaches the main one as
-  the ``Task`` tool's result, so they are left out. ``progress``, ``attachment``,
-  ``file-history-snapshot`` and the other bookkeeping records are skipped.
-
-Replay events: a typed prompt is a ``user`` event, each tool call with its result a ``run``
-event (command: the shell command for Bash/PowerShell, else ``Tool argument``; output: the result
-text the model saw; ``exit_code`` 1 when the result was an error), assistant text an
-``assistant`` event. Compactions cannot be replay events (the format has none), so the replay's
-``notes`` say where they were; ``parse`` keeps everything for ``bench/claude_code.py``.
-
-Probes, as for Aider histories (``aider_history.make_probes``: facts said in one turn only, in
-the first half, asked 40 turns later or at the end, the question never containing the answer),
-plus two kinds only a Claude Code transcript has: the file an ``Edit``/``Write`` call changed
-for a prompt, and the critical facts (``aider_gardener/facts.py``: failing tests, exception
-lines, error codes, project ``path:line``) of a command's output.
+Record formats across Claude Code versions: docs/decisions/054-claude-code-replay.md.
 """
 
 from __future__ import annotations

@@ -1,30 +1,17 @@
 """A LongMemEval JSON (a list of entries, one haystack each) into one replay per entry.
 
-LongMemEval's haystack is ~40 dated chat sessions between a user and an assistant, ~100k gpt-4o
-tokens in all (the derived subset: ~200 turns each): replayed in ask mode at gpt-4o's 128k window,
-plain Aider's last requests carry ~100k tokens of history, which is what the benchmark wants to
-see (``--window`` replays it as if the window were smaller). Sessions are replayed in the
-chronological order of ``haystack_dates`` (a stable sort): the files do not always list them
-in order, and a history replayed out of order would put the facts a question needs at the wrong
-distance. The
-first user turn of session N (its position after sorting) opens with ``[Session N, <date>]``;
-when a session opens with the assistant, a user turn holding only that header comes first.
-Consecutive turns of one role are joined; empty turns are skipped; content is kept exactly.
+A haystack is ~40 dated chat sessions, ~100k gpt-4o tokens: replayed in ask mode at gpt-4o's
+128k window, plain Aider's last requests carry ~100k tokens of history, which is what the
+benchmark wants to see (``--window`` replays it as if the window were smaller). Sessions go in
+the chronological order of ``haystack_dates`` (the files do not always list them in order), each
+opening with ``[Session N, <date>]``; content is kept exactly. Every question becomes a probe
+after the last turn, ``longmemeval-original`` or ``longmemeval-added`` (the derived subset adds
+questions); the ``has_answer`` turns of its answer sessions are acceptable answers too, since
+answers are paraphrased or computed. Abstention questions (``_abs``) are left out. A malformed
+file raises ``ReplayFormatError`` naming every problem rather than importing part of it: a
+benchmark quietly missing a haystack would measure something else.
 
-Every question becomes a probe after the last turn. The derived 3-haystack subset this was
-written for (``longmemeval_s_derived_3haystacks.json``) has parallel ``questions``,
-``answers`` and ``answer_session_ids`` lists, LongMemEval's own question first and the rest
-added by that subset's author. Not always: one entry lost its original question, and its first
-question is an added one. So the kind is ``longmemeval-original`` for the question whose answer
-sessions hold LongMemEval's ``has_answer`` turns (the first question when an entry flags none)
-and ``longmemeval-added`` for the others. The official files' single ``question``/``answer``
-with a flat ``answer_session_ids`` list read as one question. As in the LoCoMo importer,
-answers are paraphrased or computed ("33" for "how old will I be when…"), so the
-``has_answer`` turns of the answer sessions, as replayed, are acceptable answers too, and
-``source_turn`` is the first of them (else the first turn of the earliest answer session).
-Abstention questions (ids ending in ``_abs``) have no answer in the haystack and are left out.
-A malformed file raises ``ReplayFormatError`` naming every problem, rather than importing part
-of it: a benchmark quietly missing a haystack would measure something else.
+Layouts and edge cases: docs/decisions/055-replay-importers.md.
 """
 
 from __future__ import annotations
