@@ -1,34 +1,18 @@
 """Real Claude Code sessions replayed through the gardener: ``python -m bench claude-code PATH...``.
 
-Claude Code's transcripts (``bench/replay/importers/claude_code.py`` parses them) record what the
-model really saw and what Claude Code really did when the window filled: the context size of
-every API call (assistant ``usage``) and each compaction with the summary the model continued
-from. Per session, and in total, this measures side by side:
+Claude Code's transcripts record what the model really saw and what Claude Code really did when
+the window filled (every API call's context size, each compaction with its summary), so the
+gardener is measured against Claude Code's own behaviour. Per session and in total:
 
-(a) tool output: tokens of every tool result as the model saw it, and after the gardener (each
-    result ingested into a temp store as the PostToolUse hook would; a result above
-    ``MAX_OUTPUT`` tokens counts as its summary cut to that size, the rest as they were, which
-    is the Aider integration's ``--gardener-max-output`` rule). Tokens are counted with gpt-4o's
-    tokenizer: Claude's is not public, so ratios mean more than absolute figures.
-(b) what survives each real compaction: from the transcript *before* it, the open critical
-    facts of command outputs (a fact stays open while the latest run of the command that
-    showed it, ``tracker.command_key``, still shows it: a fact gone on a re-run was resolved
-    before the compaction and need not be kept; ``aider_gardener/facts.py``: failing tests,
-    exceptions, error codes, ``path:line``, …, from Bash/PowerShell results and error
-    results), the files the model
-    edited (Edit/Write inputs: ground truth) and the decisions (``continuity.extract
-    .decisions_in`` over prompts and replies: the gardener's own extractor, which favours the
-    gardener; said so in the table). Each is looked for in Claude Code's real summary and in
-    the gardener's state block (``render_state``, ``STATE_TOKENS``) and checkpoint body
-    (``render_body``) built by a ``FactTracker`` fed the same prefix.
-(c) probe recall: the importer's probes (facts said once early, asked 40 turns later or at the
-    end), answered from what Claude Code really had in context when asked (everything since
-    the latest compaction, that compaction's summary included) vs the store's recall@k
-    (the bench's matchers: ``bench/replay/matching.py``). Probes whose fact was said before a
-    compaction and asked after it are the ones that tell the two apart.
+(a) tool output: tokens of every result as the model saw it, and after the gardener's hooks
+    (gpt-4o's tokenizer: Claude's is not public, so ratios mean more than absolute figures);
+(b) what survives each real compaction: the open critical facts, edited files and decisions of
+    the transcript before it, looked for in Claude Code's summary and in the gardener's state
+    block and checkpoint body;
+(c) probe recall: what Claude Code had in context when a probe was asked against the store's
+    recall@k; probes said before a compaction and asked after it tell the two apart.
 
-Only what hooks can see is stored: tool results and the user's prompts (assistant replies are
-not ingested), so decision probes from replies test recall of the prompts and tools around them.
+Method and the choices behind each figure: docs/decisions/054-claude-code-replay.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,18 @@
-"""What UserPromptSubmit recall injects on real Claude Code sessions (``python -m
-bench.prompt_recall``), and the errors those sessions leave open.
+"""What UserPromptSubmit recall injects on real Claude Code sessions, and the errors left open.
 
-Each transcript of ``../shared/data/claude_code_transcripts`` is replayed as Claude Code would
-run the gardener's hooks (``claude_hooks.handle``, in process): SessionStart(startup) first, each
-tool result through PostToolUse, Stop at the end of each turn, each prompt the user typed through
-UserPromptSubmit with the transcript written so far, and each real compaction as PreCompact then
-SessionStart(compact). Transcripts of one project (the ``cc_session__<project>__<id>`` part of
-the file name) share one store, oldest first, as one user's sessions would.
+Each transcript of ``../shared/data/claude_code_transcripts`` is replayed through the gardener's
+hooks in process (``claude_hooks.handle``) as Claude Code runs them, compactions included; one
+project's transcripts share a store, oldest first, as one user's sessions would. For every prompt
+it records what the hook injected, the full-text candidates it chose from, and which injected
+entries the model already had in context (from the replay, not the hook's own bookkeeping).
+Relevance is a person's judgement, kept in ``bench/labels/prompt_recall.tsv`` by position and
+hash, never the text: ``--review FILE`` writes what there is to judge to a file outside the
+repository; ``--labels`` reports precision, prompts served and tokens injected, ``--floors`` the
+same for other floors, ``--errors`` the errors each transcript opens and closes.
 
-For every prompt it records what the hook injected (entry ids, tokens, the line shown to the
-user) and the full-text candidates the hook chose from (with ``clients.prompt_recall``'s scores
-when that module exists, so the same script measures the code before it). Injected entries the
-model already had in context (seen by the session since its last compaction: stored, re-read or
-recalled) are counted from the replay itself, not from the hook's own bookkeeping.
+    python -m bench.prompt_recall [--errors] [--review FILE] [--floors SHARE:EVIDENCE,...]
 
-Relevance is a person's judgement, kept in ``bench/labels/prompt_recall.tsv``: one row per
-(prompt, entry), the prompt named by transcript file, line, uuid and the first 8 hex digits of
-the sha1 of its text; never the text. ``--review FILE`` writes what there is to judge (prompt,
-the reply before it, each candidate's text) to a file outside the repository; ``--labels``
-(default the file above) reports precision (relevant injections / injections), how many prompts
-got something, and tokens injected, and with ``--floors`` the same for other floors.
+Method in full: docs/decisions/058-prompt-recall-labels.md; results: docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """Replay one recorded session through real Aider coders, in one mode, and measure it.
 
-What runs is Aider's own code: ``Coder.create``, ``run_one`` with slash-command preprocessing,
-the ``SwitchCoder`` loop of ``aider.main`` (``/ask``, ``/code``, ``/chat-mode``), ``/run`` and
-``/test`` (with ``run_cmd`` answering the recorded output), edits applied to a temp git repo, the
-summarizer thread. Only the edges are stubbed, so every mode meets the same inputs:
+What runs is Aider's own code (``Coder.create``, ``run_one``, the ``SwitchCoder`` loop of
+``aider.main``, ``/run`` and ``/test``, edits in a temp git repo, the summarizer thread). Only
+the edges are stubbed, so every mode meets the same inputs: ``litellm.completion`` returns the
+recorded reply through litellm's ``mock_response`` (over the replay's window it raises
+``ContextWindowExceededError`` as a provider would; summarizer requests get a labelled stand-in);
+the system prompt's date, platform and shell are pinned and HOME is a temp dir; Aider's questions
+are answered yes, except adding files a reply merely mentions; reflections are off, so each
+recorded reply answers one request. A ``session`` event ends the Aider process as an exit does
+and starts a new one on the same repo and store, resuming in the gardener modes; plain Aider has
+no checkpoints, so there ``/soft-restart`` is replayed as ``/clear`` and ``/checkpoint`` skipped.
 
-* ``litellm.completion`` returns the recorded reply of the current turn through litellm's own
-  ``mock_response`` (so streaming, cost and exception paths run). A request larger than the
-  replay's window raises litellm's ``ContextWindowExceededError`` as a provider would. Aider's
-  summarizer requests are recognised by its system prompt and answered by a labelled stand-in.
-* the date, platform, shell and language in Aider's system prompt are pinned, HOME is a temp dir.
-* questions Aider asks are answered yes, except adding files the reply merely mentions (files
-  enter the chat through ``add`` events only, so every mode has the same files).
-* reflections are off (``max_reflections = 0``): each recorded reply answers one request; a
-  failed edit costs no extra unrecorded round trip.
-
-Continuity (issue 7): a ``session`` event ends the Aider process the way an exit does (the
-gardener session is closed, so whatever it writes at exit is written) and starts a new one in the
-same repo with the same store, resuming (``--gardener-resume``) in the gardener modes. Plain Aider
-has no checkpoints: there ``/soft-restart`` is replayed as ``/clear`` (what a plain-Aider user
-does to reset a bloated chat) and ``/checkpoint`` is skipped.
+Each stub and why: docs/decisions/056-replay-harness.md.
 """
 
 from __future__ import annotations
@@ -391,7 +383,7 @@ BUSY_SLOTS = 2000  # vectors the busy embedder's scratch collection cycles throu
 
 class BusyEmbedder:
     """A background embedder that never runs out of work, for the length of one gardener replay
-    with vectors on (issue 15: per-turn time is to be measured *while the embedder is busy*).
+    with vectors on: per-turn time is to be measured *while the embedder is busy*.
 
     The replay's own worker is busy only while the chunks of the last turns are pending, and the
     replay sends its turns back to back, so how often a turn met a busy embedder depended on the
