@@ -1,22 +1,18 @@
 """Code compressor: a tree-sitter skeleton that keeps what a model navigates by and folds the rest.
 
 A file's interface (imports, signatures, decorators, type definitions, module-level names) is what
-an LLM needs to keep working with code it has seen; bodies can be recalled from the store when
-needed. So every function body becomes ``… N lines …`` indented as the body, classes and other
-containers keep their members' signatures, and long non-definition statements keep their first
-line. Code the caller marks as hot (``opts.hot``: recently edited or mentioned) is never folded:
-a function or class named there (``name`` or ``Class.name``), or a function containing a line
-listed there, keeps its body. Lines carrying critical facts (error codes, ``file.py:12``
-references, exception lines) are never folded either.
+an LLM needs to keep working with code it has seen; bodies can be recalled from the store. So
+every function body becomes ``… N lines …``, containers keep their members' signatures and long
+statements their first line. Hot code (``opts.hot``: recently edited or mentioned) and lines
+carrying critical facts are never folded.
 
-Parsers come from tree-sitter-language-pack, the same grammars Aider's repo map uses, so every
-language Aider maps gets a skeleton. The rules are phrased over node-kind *names* (``function``,
-``method``, ``class``, ``body`` ...) rather than per-language tables, which holds across grammars.
-Where there is no grammar, or the parse is mostly ERROR nodes (a half-pasted snippet, the wrong
-language), indentation folding takes over: the outermost indentation levels stay, deeper runs fold.
+The grammars are tree-sitter-language-pack's, as Aider's repo map uses, and the rules are phrased
+over node-kind names (``function``, ``class``, ``body`` ...), not per-language tables, so every
+language Aider maps gets a skeleton. Without a grammar, or when the parse is mostly ERROR nodes or
+outruns its time budget, indentation folding takes over. Fold markers do not parse, so a text
+that already carries them is returned unchanged: compressing twice is a no-op.
 
-The output is a summary, not source: fold markers do not parse, so a text that already carries
-them is returned unchanged, which is what makes compressing twice a no-op.
+Decision record: docs/decisions/013-code-skeletons.md
 """
 
 from __future__ import annotations
@@ -366,7 +362,7 @@ class _Then:
 
 
 # Line starts are ^[^\S\n]*, not ^\s*: with re.M, \s* runs on over blank lines, so each line start
-# of a run of blank lines rescans the rest of the run (4,000 newlines took 8.7 s).
+# of a run of blank lines rescans the rest of the run (quadratic in the run's length).
 _GUESSES: tuple[tuple[str, re.Pattern[str] | _Then], ...] = (
     ("php", re.compile(r"<\?php")),
     (
@@ -521,10 +517,10 @@ def _queries(name: str):
 def _parse(name: str, source: bytes):
     """The tree, or None when the grammar is missing or parsing outran its budget.
 
-    tree-sitter's error recovery is super-linear on some junk (480 KB of text read in the wrong
-    encoding took 20 s), so a parse gets PARSE_BUDGET_S plus PARSE_BUDGET_US_PER_BYTE, about
-    eight times what real code takes; past it the indentation plan is used, as for a grammar
-    that does not fit. Time, not work, because py-tree-sitter 0.25's progress_callback (the
+    tree-sitter's error recovery is super-linear on some junk (text read in the wrong
+    encoding), so a parse gets PARSE_BUDGET_S plus PARSE_BUDGET_US_PER_BYTE, about eight times
+    what real code takes; past it the indentation plan is used, as for a grammar that does not
+    fit. Time, not work, because py-tree-sitter 0.25's progress_callback (the
     deterministic way) crashes the process; timeout_micros is deprecated for it, not gone."""
     import warnings
 

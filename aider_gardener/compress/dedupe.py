@@ -1,24 +1,17 @@
 """Cross-segment de-duplication: a failure printed N times should cost one failure, not N.
 
-Why: the classifier splits a test log into one error segment per failure section and each is
-compressed on its own, so 17 parametrized cases failing the same way come out as 17 copies of one
-trace. After per-segment compression the pipeline compares every error segment with the earlier
-ones:
+The classifier splits a test log into one error segment per failure section, each compressed on
+its own, so 17 parametrized cases failing the same way would come out as 17 copies of one trace.
+After per-segment compression every error segment is compared with the earlier ones: identical
+once what varies between repeats is masked (header, addresses, argument lines, durations), it
+becomes one line naming its test id and the first occurrence, consecutive repeats sharing one
+line; the same exception raised from a different place keeps its header, its failing statement
+and every ``path:line`` or error code, and points to the first for the exception text.
 
-* identical once what varies between repeats is masked - the test's header line, hex addresses
-  outside exception messages, pytest's argument/locals lines (``algorithms = ['NB'],
-  run_parallel = False``), durations, and numbers on lines that state no fact -> the segment
-  becomes one line naming its test id and the first occurrence; consecutive repeats share one line
-  (``[×16 failures identical to the one above: id1, id2, …]``).
-* the same exception (every ``E`` / exception line equal) raised from a different place -> the
-  segment keeps its header, its failing statement (pytest's ``>`` line) and every line citing a
-  ``path:line`` or an error code; the repeated exception text becomes
-  ``[same exception as <first id> above]``.
+Lines that state facts are never masked beyond durations and addresses outside messages, so every
+fact of a replaced segment is in the segment it points to. Distinct errors are left alone.
 
-Lines that state facts (``path:line`` refs, exception lines, error codes, the failing statement)
-are never masked beyond durations and addresses outside messages, so every fact of a replaced
-segment is in the segment it points to, and its test id is named in the pointer. Distinct errors
-are left alone.
+Decision record: docs/decisions/012-repeated-failures.md
 """
 
 from __future__ import annotations

@@ -1,25 +1,18 @@
 """Edit compressor: an applied edit becomes one line per file, the file holds the real text.
 
-Why: once Aider has applied a SEARCH/REPLACE block, a whole-file rewrite or a unified diff, the
-edited file (in the repo, and usually in the chat) is the source of truth; the block itself only
-repeats old and new code. What the conversation still needs is *that* the file changed, by how
-much, and which names the change touched:
+Once Aider has applied a SEARCH/REPLACE block, a whole-file rewrite or a unified diff, the edited
+file is the source of truth; the block only repeats old and new code. What the conversation still
+needs is that the file changed, by how much, and which names the change touched::
 
     edited aider/main.py: +4 -2 lines (id=k3j2…); replaced: guessed_wrong_repo
-    created tests/test_x.py: +40 lines (id=k3j2…); added: test_parse, TestCli.test_run
 
-Counts are diff counts (``difflib`` over each SEARCH/REPLACE pair), not block sizes: a block that
-repeats 20 lines of context to add one line is ``+1 -0``. Names come from definitions (``def``,
-``class``, ``function``, ``fn``, ``func``, methods, top-level assignments) on either side:
-``replaced`` are definitions whose body changed, ``added``/``removed`` are definitions on one side
-only; when no definition is touched, the identifiers new to (or gone from) the changed lines stand
-in. Regexes, not tree-sitter, because blocks are fragments of files (half a class, an indented
-method) that language grammars parse poorly.
+Counts are diff counts (``difflib``), not block sizes. Names come from definitions on either side
+(else the identifiers new to or gone from the changed lines), found with regexes rather than
+tree-sitter because blocks are fragments of files that grammars parse poorly. The parser follows
+Aider's own rules (``editblock_coder``) but never raises: an unterminated block is summarised as
+far as it goes and marked ``incomplete``. Anything that is not an edit passes through unchanged.
 
-The parser follows Aider's own rules (``editblock_coder``: 5-9 marker characters, the path on one
-of the three lines before ``<<<<<<< SEARCH``, possibly inside or on a fence) but, unlike Aider's,
-never raises: unterminated blocks are summarised as far as they go and marked ``incomplete``.
-Anything that is not an edit (prose around it) is passed through unchanged.
+Decision record: docs/decisions/014-edit-summaries.md
 """
 
 from __future__ import annotations

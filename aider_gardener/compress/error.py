@@ -1,25 +1,18 @@
 """Error compressor: a stack trace keeps what explains the failure; library frames fold away.
 
-Why: the value of a trace is the exception (type, every message line, the whole cause chain) and
-the frames in the project's own code, because that is where the fix goes. Frames inside
+The value of a trace is the exception (type, every message line, the whole cause chain) and the
+frames in the project's own code, because that is where the fix goes. Frames inside
 site-packages, node_modules, the JDK, the Go runtime or Rust's std are long, repetitive and rarely
-actionable, so each run of them becomes one line that still says where the run went
-(``… 6 frames in site-packages (click, piptools) …``). Errors are high-value context, so nothing
-else is dropped: message lines, chain markers (``Caused by:``, ``During handling of …``) and plain
-lines all pass through; a trace with few library frames comes out nearly unchanged.
+actionable, so each run of them becomes one line that still says where it went (``… 6 frames in
+site-packages (click, piptools) …``). Errors are high-value context, so nothing else is dropped: a
+trace with few library frames comes out nearly unchanged. Exceptions: a Python traceback's
+innermost frame is kept even in a library (its ``raise`` often says more than the message), and
+pytest's long format keeps a failing test's signature and the lines leading to its ``>`` line.
 
-Two exceptions to "keep the frame if it is ours":
+Frames recognised: Python, pytest, Java/Kotlin/C#, Node, Go and Rust; identical frames repeating
+in a cycle (deep recursion) fold as well.
 
-* a Python traceback's innermost frame is kept even in a library: its source line is the
-  ``raise`` that produced the message, which often says more than the message;
-* pytest's long format prints a failing test's whole source; it is cut to the signature and the
-  lines leading up to the ``>`` line, and entries in library code keep only their ``E`` lines and
-  location. The failing line, the ``E`` lines and every location survive.
-
-Recognised frames: Python (``File "…", line N``, also as quoted by Aider's chat history), pytest
-(``path:N: in fn``), Java/Kotlin/C# and Node (``at …``), Go (function line + ``\\tfile.go:N``) and
-Rust backtraces (``N: fn`` + ``at file:N``). Identical frames repeating in a cycle (deep recursion)
-are folded as well.
+Decision record: docs/decisions/011-stack-trace-compression.md
 """
 
 from __future__ import annotations
@@ -281,7 +274,9 @@ def _classify_js(loc: str, root: str | None) -> tuple[str | None, str | None]:
 
 
 def _trim_pytest_entries(lines: list[str], root: str | None) -> tuple[list[str], int]:
-    """Shorten pytest's long-format entries; see the module docstring for what is kept."""
+    """Shorten pytest's long-format entries.
+
+    What is kept: docs/decisions/011-stack-trace-compression.md."""
     fail_idx = [i for i, x in enumerate(lines) if _PYTEST_FAIL_LINE.match(x)]
     if not fail_idx:
         return lines, 0
@@ -355,16 +350,11 @@ def _trim_pytest_entries(lines: list[str], root: str | None) -> tuple[list[str],
 
 
 def _drop_noise(lines: list[str]) -> tuple[list[str], int]:
-    """Three kinds of line carry no fact, only bulk:
-
-    * pytest's frame separator ``_ _ _ …`` is 80 characters and about 40 tokens; a short one
-      separates frames just as well (and still reads as a separator on a second pass);
-    * a pytest argument line whose every value is a default repr with an address
-      (``self = <pkg.Cls object at 0x7fd…>``) names a type the entry's header and location
-      already name, plus an address that changes every run;
-    * a jest/babel code frame prints the failing line with a few lines around it and a caret
-      line; the ``>`` line is the failure and the stack's first own frame gives line and column.
-    """
+    """Shorten or drop three kinds of line that carry no fact, only bulk: pytest's 80-character
+    frame separator ``_ _ _ …`` (a short one still reads as a separator on a second pass), a
+    pytest argument line whose every value is a default repr with an address (the header
+    already names the type; the address changes every run), and the lines around a jest/babel
+    code frame's ``>`` line (the stack's first own frame gives line and column)."""
     out: list[str] = []
     cut = 0
     n = len(lines)

@@ -1,32 +1,17 @@
 """Log compressor: keep what a reader acts on, count what merely repeats.
 
-A log is mostly the same few line *templates* with different numbers, ids and timestamps, around
-a few lines that matter: errors, warnings, failing tests, references into the project's code.
-One pass sorts every line into one of three piles:
+A log is mostly the same few line templates with different numbers, ids and timestamps, around a
+few lines that matter: errors, warnings, failing tests, references into the project's code. So
+every distinct important line is kept, in order (repeats that differ only in timestamps, ids or
+addresses collapse to ``[×N]``; small numbers stay, since ``assert 1 == 0`` is the fact); normal
+lines fold into ``[×N] template`` groups by digit skeleton (a cheap form of the Drain log parser),
+kept most-frequent first within a character budget; noise a test-runner parser recognised is
+omitted. One summary line closes the output, and a final check brings back every own
+``path:line``, error code and exception name the budgets cut. This runs on every command output,
+so the whole text is masked at once (``str.translate``, literal prefilters) and per-line work is
+a few dictionary operations.
 
-* important (error/warning lines, lines citing the project's own ``path:line``, lines a test
-  runner parser keeps): every distinct one is kept, in order; repeats that differ only in
-  timestamps, ids, addresses or long numbers are collapsed to ``[×N]`` with those parts masked.
-  Small numbers are never masked there, since ``assert 1 == 0`` and ``:943:`` are the facts.
-* normal: grouped by their digit skeleton (every digit run counts as one digit), then groups that
-  differ in one whitespace-separated token are merged (a cheap form of the Drain log parser).
-  A group shows once, at its first line, as ``[×N] template`` with ``<n>``/``<ip>``/``<time>``
-  placeholders only where its lines really differ and ``<*>`` for the merged token. Groups are
-  kept most-frequent first within a character budget; the rest become ``… N lines omitted …``.
-* noise a test-runner parser recognised (passing tests, source listings in tracebacks): omitted.
-
-The groups of the first and last few lines come first in the context budget (a unique first or
-last line therefore shows verbatim), and one summary line closes the output:
-``[log: N lines, M errors, K warnings, timespan a..b | pytest: 8 failed, 105 passed]``.
-Whatever the budgets cut, a final check brings back one line for every own ``path:line``, error
-code and exception name that would otherwise be missing, and names any failing test not shown.
-When the text is one slice of a test run the pipeline split (``opts.test_runner``), the slice is
-parsed with that runner and the run's counts and failing ids are left to the pipeline's one line.
-
-Speed matters because this runs on every command output: digits are masked for the whole text at
-once with ``str.translate`` plus one regex, candidate error lines are found with a literal
-prefilter, and ``path:line`` candidates with one regex over the whole text; per-line work is a few
-dictionary operations. The expensive masking runs only on lines that are displayed.
+Decision record: docs/decisions/010-log-compression.md
 """
 
 from __future__ import annotations

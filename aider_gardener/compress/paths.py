@@ -1,20 +1,17 @@
 """Path lists (Glob, ``ls``, ``find``, ``git ls-files``, ``rg -l``, ``git status``) kept usable.
 
-The log compressor folds lines that differ only in digits into one template, which turned a Glob
-of 300 files into ``[×100] docs/area_<n>/notes/design_note_<n>_…md``: not one path the model
-could open, where plain Claude Code shows 100 (issue 22). In a path list every line is the fact,
-so no name is ever folded: the paths are grouped by directory (a directory line, then its names
-indented), directories in the order first seen, and kept in their order while they fit a token
-budget; the rest is counted on one line naming the stored id to expand. The tree is used only
-when it costs fewer tokens than the flat list of the same paths (it does when directories
-repeat), else the flat list is kept. ``floor`` names are kept whatever the budget: the hook
-passes what Claude Code itself would have shown.
-
-``git status`` (long or ``-s``) is a path list too: its ``modified:`` lines folded into
-``[×360] modified: <*>``. Each path keeps git's letter before its name (``M``, ``A``, ``D``,
-``R`` with ``(from OLD)``, ``U``, ``??``; ``+`` after it when staged) and one legend line says so.
+In a path list every line is the fact, so no name is ever folded into a template (the log
+compressor would turn 300 similar files into one ``[×100] docs/area_<n>/…`` line naming none of
+them). The paths are grouped by directory (a directory line, then its names indented), in the
+order first seen, while they fit a token budget; the rest is counted on one line naming the
+stored id to expand. The tree is used only when it costs fewer tokens than the flat list. ``floor``
+names are kept whatever the budget: the hook passes what Claude Code itself would have shown.
+``git status`` (long or ``-s``) is a path list too; each path keeps git's letter before its name,
+explained by one legend line.
 
 Detection and rendering are linear: a set test per line, one token count per kept line.
+
+Decision record: docs/decisions/017-path-lists.md
 """
 
 from __future__ import annotations

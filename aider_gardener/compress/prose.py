@@ -2,29 +2,17 @@
 
 An assistant reply that has already been acted on is mostly connective tissue; what the model
 still needs are the concrete statements: names, paths, numbers, commands. So the text is cut into
-units (sentences of paragraphs, list items, table rows, quote lines) and the output keeps, verbatim
-and in their markdown layout, headings, code, the first sentence of every paragraph and, where a
-paragraph has three sentences or more, its last one: the first says what the paragraph is about,
-the last how it ends; in a paragraph of two the "frame" would be all of it, so there only the
-first is certain to stay. A block of separate lines (settings, code outside a fence) is a
-paragraph whose sentences are its lines. A dropped run of units shows as ``…``.
+units (sentences, list items, table rows, quote lines) and the output keeps, verbatim and in
+their markdown layout, headings, code, the first sentence of every paragraph and the last of one
+of three or more. Every fact of a dropped unit that nothing kept carries is listed in its gap (``…
+[mentions: foo.py, run_tests]``): coding chat is so dense in names that keeping every sentence
+with one would keep most of it. Other units are added, those with a fact not kept yet first, then
+by TextRank score per added token, until the output reaches ``TARGET_RATIO`` of the input. Model
+reasoning (``<think>`` blocks) keeps only its first sentence and its facts. Re-compressing
+changes nothing: texts carrying the ``[prose: kept N of M sentences]`` marker are returned as
+they are.
 
-Every fact (identifier, path, number, URL, inline code, error code, exception) survives: a fact
-of a dropped unit that nothing kept carries is listed in the gap (``… [mentions: foo.py,
-run_tests]``). Coding chat is so dense in names that keeping every sentence with one keeps ~90%
-of it, whereas listing the names costs only the names. Since a fact costs its tokens either way,
-a unit costs only what it adds beyond its facts. Units are added, those with a fact not kept yet
-first, then best first by TextRank score (PageRank over a TF-IDF cosine graph, networkx's
-arithmetic) per added token, until the whole output (gaps, lists and marker included) reaches
-``TARGET_RATIO`` of the input. On real assistant replies that lands between 0.5 and 0.6 overall:
-plain prose meets the target, while the frames and fact lists of name-dense replies exceed it.
-
-Model reasoning recorded in a reply (``<thinking-content-…>``, ``<think>`` blocks) is scratch
-work: it keeps its tags, its first sentence and lines with a critical fact; the rest becomes one
-gap listing its facts.
-
-Re-compressing changes nothing: short texts and texts carrying the
-``[prose: kept N of M sentences]`` marker are returned as they are.
+Decision record: docs/decisions/015-prose-extraction.md
 """
 
 from __future__ import annotations
@@ -306,19 +294,11 @@ def _facts(text: str) -> list[str]:
 
 
 def _choose(blocks: list[_Block], units: list[_Unit], opts: CompressOptions, total: int) -> None:
-    """Which units survive.
-
-    1. Always: headings, code, the first sentence of each paragraph and the last of one with
-       three or more, table headers, the first sentence of a reasoning block, units naming a hot
-       identifier or carrying a critical fact (exception, error code, file:line, failing test).
-    2. Every fact (name, path, number, URL, code) of a dropped unit that no kept unit carries
-       is listed in the unit's gap, so a fact costs its tokens whether or not its unit is kept.
-       Keeping a unit therefore costs only its tokens beyond the facts it would otherwise leave
-       in a gap. Units are added while the whole stays within ``TARGET_RATIO``: first those
-       with a fact not kept yet (a name reads best in its sentence), then the rest, each tier
-       by rank per extra token, so a sentence that is mostly names is nearly free and one of
-       filler competes on its TextRank score alone. Reasoning blocks take no part: scratch work.
-    """
+    """Which units survive: always headings, code, paragraph frames, table headers and units
+    naming a hot identifier or carrying a critical fact; then, within ``TARGET_RATIO``, units
+    with a fact not kept yet, then the rest, each tier by rank per token beyond the facts its
+    gap would list anyway (a dropped unit's facts cost their tokens either way). Reasoning
+    blocks take no part: scratch work."""
     hot_words = [h for h in opts.hot if h]
     fixed_facts: set[str] = set()
     used = count_tokens(f"\n[prose: kept {len(units)} of {len(units)} sentences]", opts.model)
@@ -424,8 +404,8 @@ def _bag(text: str) -> dict[str, int]:
 
 def _pagerank(vectors: list[dict[str, float]], df: dict[str, int]) -> list[float]:
     """networkx's ``pagerank`` (alpha 0.85, tol 1e-6, 200 iterations) on the undirected weighted
-    graph, computed directly with numpy. Building the networkx graph and its scipy matrix took
-    half of this compressor's time on a chat reply; the arithmetic below is networkx's own, in
+    graph, computed directly with numpy, because building the networkx graph and its scipy
+    matrix was a large share of this compressor's time; the arithmetic below is networkx's own, in
     the same order (row sums by ``reduceat`` over sorted columns, ``x @ A`` accumulated row by
     row), so the scores are bit for bit the same and so is every summary."""
     import numpy as np

@@ -2,21 +2,17 @@
 
 An API response or a lock file is mostly repetition: the model needs the keys, the kinds of
 values and one or two examples, not the 500th record. So the data is parsed with the standard
-parsers and re-rendered compactly: arrays keep two samples and say how many more items there are
-(and whether they share the first ones' shape), nesting below a fixed depth folds to a count, long
-strings are clipped, and the keys the caller asked about (``opts.keep_keys``) keep their full
-value wherever they occur. Input the parsers reject (truncated, trailing commas, nested deeper
-than the recursion limit) is repaired when that is cheap, else folded textually by bracket depth
-or indentation, so that nothing raises and nothing grows.
+parsers and re-rendered compactly: arrays keep two samples and say how many more items there are,
+deep nesting folds to a count, long strings are clipped, and ``opts.keep_keys`` keep their full
+value. Input the parsers reject is repaired when that is cheap, else folded textually by bracket
+depth or indentation, so that nothing raises and nothing grows. Rows are never hidden whole: the
+id-like fields (``id``, ``*_id``, ``name``, ``path``, ``url``, …) of every other row follow, one
+line a row, up to ``ID_CHARS``, since those are what an agent reads a query's rows for.
 
-Rows are never hidden whole behind "… N more items": for rows with id-like fields (``id``,
-``*_id``, ``uuid``, ``key``, ``name``, ``path``, ``sha``, ``url``, …) those fields of every other
-row follow, one line a row, up to ``ID_CHARS``, then "… N more (id=…)". The ids and paths an
-agent uses next are what it reads a query's rows for (issue 22: 32 of 33 hidden on real
-sessions).
+Re-compressing the output changes nothing: it ends with a ``[structured …]`` marker line, and
+text carrying that marker is returned as it is.
 
-Re-compressing the output changes nothing: it ends with a ``[structured …]`` marker line, and text
-carrying that marker is returned as it is.
+Decision record: docs/decisions/016-structured-data-and-tables.md
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Query tools' text tables (psql, mysql, sqlite ``.mode box/table``) read back into rows.
 
 The log compressor folded their rows like log lines ("2 samples … 33 more items"), so the ids an
-agent queries for next were gone (issue 22). Read as rows, a table goes through the structured
-compressor like CSV: header, sample rows, then every hidden row's id-like columns.
+agent queries for next were gone. Read as rows, a table goes through the structured compressor
+like CSV: header, sample rows, then every hidden row's id-like columns.
 
 A table is a header row of cells between ``|``, a rule line of dashes next to it, and rows with
 as many cells; rule lines and a footer (``(300 rows)``, ``300 rows in set``) may come around
@@ -40,8 +40,8 @@ def _cells(line: str) -> list[str] | None:
 
 def _is_rule(line: str) -> bool:
     """A line of dashes (with ``=``, ``+``, ``|``, spaces) or of box-drawing characters. A set
-    test, not a regular expression: one of dashes around ``-{3,}`` backtracked cubically (a
-    2,000-dash line took 10 s), and every command output's first line is tested."""
+    test, not a regular expression: one of dashes around ``-{3,}`` backtracked cubically, and
+    every command output's first line is tested."""
     body = line.lstrip(" \t")
     return bool(body) and "---" in body and set(body) <= _RULE_CHARS or bool(_BOX_RULE.match(line))
 
