@@ -425,7 +425,7 @@ _LOG_FILE = re.compile(r"(?:^|[/._-])(?:log|logs|out|err|stderr|stdout)(?:$|[/._
 
 def prints_files(command: str | None) -> bool:
     """Whether a shell line only prints files that are not logs (``cat app.py``, ``sed -n
-    1,40p a.py; sleep 1``): issue 23, a docstring printed with ``cat`` became an open error.
+    1,40p a.py; sleep 1``), so that a docstring printed with ``cat`` is no open error.
     Never raises."""
     try:
         parts = _main_parts(command or "")
@@ -886,8 +886,8 @@ _ASKS_FOR_WORK = re.compile(r"^(?:(?:can|could|would|will)\s+(?:you|we|u)\b|plea
 
 def is_question(prompt: str) -> bool:
     """A question about the work ("where were we?", "what about negative numbers?", "why does
-    it fail?"), not a request for new work: it keeps the goal (issue 23: "where were we?"
-    became the goal). "Can you add …?" asks for work. Never raises."""
+    it fail?"), not a request for new work: it keeps the goal rather than becoming it. "Can
+    you add …?" asks for work. Never raises."""
     try:
         text = _CHAT_MODES.sub("", (prompt or "")[:MAX_MESSAGE].strip(), count=1).strip()
         if not text.endswith("?") or "\n" in text.strip():

@@ -3,7 +3,6 @@
 It sits before the history so a provider's prompt cache keeps it, which only works if the text
 is byte-identical as long as the facts are: it is a pure function of the live facts (no clock,
 no dict-order, no set iteration), and it is re-rendered only when ``FactBook.version`` moves.
-
 It must also fit a fixed budget (``--gardener-state-tokens``) whatever the session did, so when
 the facts do not fit, whole lines are dropped in a fixed order of value (see ``_RANK``), and the
 block says how many of each kind were left out so the user knows to ``/recall`` them.
@@ -11,7 +10,6 @@ block says how many of each kind were left out so the user knows to ``/recall`` 
 How to get details back depends on who reads the block (``RecallWording``): in Aider the user's
 ``/recall ID``; in Claude Code and other MCP clients the model's own ``expand``/``recall`` tools of
 the gardener MCP server. A checkpoint always writes Aider's form (its lines are parsed back).
-
 "Recall ids" lists the commands whose output the store kept (text and entry id); open errors and
 failed approaches carry their own ids inline.
 """

@@ -1,64 +1,17 @@
 """Turn Aider's messages and events into the session's facts, as they happen.
 
 The tracker is told what happens (a prompt, a reply, a command's output, files added, an edit
-applied, a commit, an undo) and keeps a ``FactBook`` current. It holds just enough state to
-relate events across turns:
+applied, a commit, an undo) and keeps a ``FactBook`` current, holding just enough state to relate
+events across turns: the edits of each attempt, and for each error signature and command the
+edit counter when it was last seen, so "the same failure after an edit" compares two counters.
+The rules favour precision, since a wrong fact misleads every later turn: errors come only from
+output that shows them happening; one is resolved when its command runs again completely without
+it, or when someone says it is fixed; an attempt failed when its error comes back after it, the
+user says so, or it is undone; a new decision supersedes the live one it contradicts. Every
+``on_*`` method is total (any input updates what it can and never raises; a bug logs one debug
+line), because the caller is Aider's main loop.
 
-* attempts: the edits made for one turn (paths, commits). An error seen before an attempt and
-  seen again after it means the attempt failed; an error gone from the same command's next
-  run was resolved by the attempts in between.
-* errors by signature (``extract.ErrorSig.key``, stable across runs): when each was last seen,
-  measured in edits, so "the same failure after an edit" is a comparison of two counters.
-* commands by their normalized line: the edit counter at their last run.
-
-Rules worth knowing (the state block and checkpoints show the results):
-
-* goal: each substantive prompt (``extract.is_substantive``) that does not say the last attempt
-  failed (and does not only state rules) replaces the previous goal, unless it is a question
-  about the work (``extract.is_question``: "where were we?"), which keeps the goal it asks
-  about.
-* errors come from output that shows them happening: a command that exited 0 has none in
-  what it printed of files (``extract.prints_files``: ``cat app.py``), and of the rest only
-  failing tests, diagnostics, exceptions with a stack frame and log records whose level heads
-  the line count (``extract.real_errors``), not text that mentions an error.
-* an error is resolved when the command that showed it runs again *completely* (exit 0, no
-  errors, a test run with counts, or only listing-kind errors: tests, compiler, lint) without
-  it. "Again" means the same ``extract.command_family`` (Claude Code writes one command as
-  ``sleep 15 && X 2>&1 | grep …`` and later ``X | tail -10``); a view of part of the output
-  (``| head``, a ``grep`` not looking for errors) shows nothing gone. A failing test is also
-  resolved by a complete run of the same runner that covers it (the whole suite, or a path
-  holding its file; never a ``-k``/``--lf`` subset). A crash with a different exception hides
-  what would have followed, so it resolves nothing. ``detail["resolved_by"]`` describes the
-  latest attempt since the error was last seen (None: it went away on a re-run without an
-  edit). An undone attempt re-opens the errors it resolved.
-* the user or the assistant saying it is fixed resolves too (``extract.says_fixed``): "tests
-  pass" the failing tests, "the build succeeds" compiler errors, "Fixed." or "that works now"
-  the errors of the latest failing output, if recent (the assistant's turn, or the user's
-  last two), and a claim naming what it fixed only errors naming it; ``detail
-  ["resolved_said"]`` quotes it. Seen again later, the error is a new open fact.
-* ``grep`` finding nothing (exit 1) and Claude Code's note that it could not judge a
-  command's safety are no errors.
-* texts are single lines of at most 200 characters with identifiers verbatim; an error's text
-  is the error line alone (the command and resolution are in ``detail``, which the state block
-  renders), a file's is ``path: op[, commit HASH MESSAGE]`` with op one of added, read-only,
-  dropped, edited, created, undone.
-* failed approach (one ``failed`` fact per attempt, its text listing every reason): the same
-  error signature again after an edit made since it was last seen; the user saying it did not
-  work (``extract.says_failed``) right after edits; ``/undo`` of the attempt's commit. An edit
-  that resolved some error was aimed at that one: it is never blamed for another error that
-  is still there (pytest still failing test_a after the edit that fixed test_b), and a "did
-  not fix" it got before its fix showed up (test_a re-run first) is withdrawn; the blame goes
-  to the latest edit since the error was last seen that fixed nothing.
-* ``/undo``: the files of the undone commit are ``undone`` (not ``edited``: the change is
-  gone), with the commit that was undone.
-* decisions: a new decision supersedes a live one that chose the same thing, one that chose
-  what the new one rejects ("use httpx instead of requests", later "use aiohttp instead of
-  httpx": the first is superseded, since showing both as live would contradict), and one that
-  replaced the same thing with something else. An assistant's agreement never replaces the
-  user's own words for the same decision. Constraints supersede by their normalized wording.
-
-Every ``on_*`` method is total: any input, however odd, updates what it can and never raises
-(a bug logs one debug line), because the caller is Aider's main loop.
+Rules in full: docs/decisions/020-fact-tracker-rules.md
 """
 
 from __future__ import annotations
@@ -238,7 +191,9 @@ class _ErrorState:
 
 
 class FactTracker:
-    """Aider's messages and events in, facts out (see the module docstring for the rules)."""
+    """Aider's messages and events in, facts out.
+
+    The rules: docs/decisions/020-fact-tracker-rules.md."""
 
     def __init__(self, book: FactBook | None = None) -> None:
         self.book = book if book is not None else FactBook()
@@ -569,7 +524,8 @@ class FactTracker:
                 self._seq, {cmd}, families={family or cmd}, runner=runner
             )
             return None
-        # an edit that fixed another error was aimed at that one (see the module docstring)
+        # an edit that fixed another error was aimed at that one ("failed approach" in
+        # docs/decisions/020-fact-tracker-rules.md)
         survived = [a for a in self._attempts_since(state.seen_seq) if not a.resolved]
         state.commands.add(cmd)
         state.families.add(family or cmd)
