@@ -3,30 +3,16 @@
 The README promises that failing test ids, exception lines, ``path:line`` references and error
 codes survive compression. This module says exactly what that means, with plain regexes over the
 raw text, so that three users agree on it: the compressors (to protect the lines carrying facts),
-``python -m aider_gardener compress DIR --facts`` (to show anyone facts found / kept per file),
-and the tests (``tests/critical_facts.py``), which check every real output against it.
+``python -m aider_gardener compress DIR --facts`` (facts found / kept per file), and the tests,
+which check every real output against it.
 
-Kinds (each a set of short strings; ``missing`` says which are absent from a summary):
+Kinds (``KINDS``, each a set of short strings; ``missing`` says which are absent from a summary):
+failing tests, exceptions, ``path:line`` into the project's own code, stack frames, error codes,
+panics, terraform plans, unhealthy pods and FATAL/ERROR log messages. Comparisons are
+whitespace-normalised; messages compare loosely (numbers and the log compressor's ``<n>``-style
+placeholders count as one token), while paths, lines, codes and frames must appear verbatim.
 
-* ``failing_tests``: pytest/unittest/go/cargo/jest/surefire failing ids;
-* ``exceptions``: exception type + the start of its message, at a line start, after
-  ``Caused by:``, or qualified (``java.net.NoRouteToHostException: …``) anywhere;
-* ``path_lines``: ``path:line``, ``path(line,col)`` and ``File "path", line N`` into the
-  project's own code (library paths excluded: a library frame is a ``frames`` fact instead);
-* ``frames``: every distinct stack frame location, library or not, as ``file:line`` (JS/Java/
-  Kotlin/Python frames) or ``Class.method:line`` (Android/JVM ``called by`` frames);
-* ``error_codes``: compiler/linter/tool codes (E0432, TS1005, CS0103, F401, E501, npm E403/
-  ERESOLVE/ECONNRESET, mypy ``[no-untyped-def]``, clippy lints, eslint rules, ``-Wunused``);
-* ``panics``: Go ``panic:`` messages and Rust ``panicked at`` locations;
-* ``terraform``: each resource address with its planned action (``aws_vpc.main will be
-  created``) and the ``Plan:``/``Apply complete!`` counts;
-* ``pods``: ``kubectl get pods`` rows whose status is not Running/Completed, as ``name STATUS``;
-* ``fatal_lines``: the message of every FATAL/ERROR/CRITICAL/SEVERE log line (numbers loose).
-
-Comparisons are whitespace-normalised; messages compare "loosely" (every number, and the
-``<n>``/``<ip>``/``<time>`` placeholders the log compressor writes for varying numbers, count as
-one token), since a message's varying ids are not what the reader acts on, while paths, lines,
-codes and frames must appear verbatim.
+Decision record: docs/decisions/018-critical-facts.md
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ A key pasted into a ``/run`` command line or printed in an error would otherwise
 summaries, the session-state block, checkpoints and recalled context, and that block goes with
 every request of later sessions. The originals keep their secrets (the store is the user's own,
 0600) so ``/show`` can still print them to the user; ``/forget ID`` drops them entirely.
-
 Redaction happens where the gardener writes for a model or a later session (facts, the chat copy
 of command output, references, recalled context, MCP answers, hook replacements), not in
 ``pipeline.compress``: a compressed summary stays a faithful, idempotent function of its input.

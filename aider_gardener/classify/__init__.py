@@ -1,27 +1,18 @@
 """Split one input into class-homogeneous segments, each routed to its own compressor.
 
-Provenance decides the reading mode, content decides the classes inside it:
+Provenance decides the reading mode, content decides the classes inside it: a file's content is
+classed by its extension; the user's words are ``prompt``, with ``/run`` output and large pastes
+carved out; an assistant's reply is prose with edit blocks and fences; command output is ``log``
+with tracebacks, embedded JSON and diffs cut out; an unknown text is read like a reply when it
+looks like chat, else like command output. The segments always cover the text exactly, in order
+(``seg.text == text[seg.start:seg.end]``; none for an empty text).
 
-* ``source.path`` — a file's content: its extension names the class (code, structured, prose).
-* ``source.role == "user"`` — the user's words are ``prompt``; Aider's ``/run``/``/test`` wrapper
-  and large pasted blocks are carved out and classified as what they are.
-* ``source.role == "assistant"`` — prose, with SEARCH/REPLACE blocks, whole-file fences and
-  unified diffs as ``edit`` and other fences by language or content.
-* ``source.role == "tool"`` or a ``source.command`` — command output: ``log`` with tracebacks
-  (``error``), embedded JSON/lockfiles (``structured``) and diffs cut out; ``cat x.json`` and
-  ``git diff`` are known by their command.
-* nothing known — a chat-looking text (fences, edit blocks, mostly prose) is read like a reply,
-  anything else like command output.
+``Segment.meta`` keys: ``path`` (file of an edit block, whole-file fence or shown file), ``lang``
+(fence language, extension or trace language), ``fence`` ("1": includes its fence lines), ``edit``
+(``search_replace``, ``whole``, ``udiff``), ``command``/``runner`` (command output, e.g.
+``pytest``), ``format`` (``json``, ``yarn.lock``, ``paths``), ``aider`` ("1": Aider's own message).
 
-The result always covers the text exactly: contiguous segments, in order, ``seg.text`` equal to
-``text[seg.start:seg.end]`` (no segments for an empty text).
-
-``Segment.meta`` keys, for the compressors: ``path`` (file of an edit block / whole-file fence /
-file shown in a user message), ``lang`` (fence language, file extension, or a trace's language),
-``fence`` ("1": the segment includes its fence lines), ``edit`` (``search_replace``, ``whole``,
-``udiff``), ``command`` and ``runner`` (command output, e.g. ``pytest``), ``format`` (embedded
-``json`` / ``yarn.lock``; ``paths``: a path list), ``aider`` ("1": one of Aider's own
-fixed-format messages).
+Decision record: docs/decisions/019-classification-by-provenance.md
 """
 
 from __future__ import annotations
