@@ -1,128 +1,17 @@
 """Claude Code hooks: the gardener behind Claude Code's lifecycle events, a short process each.
 
-Claude Code runs ``gardener-hook EVENT`` (or ``aider-gardener hook EVENT``) with the event's JSON
-on stdin and reads JSON (or, for PreCompact, plain text) from stdout. ``handle(event, payload)``
-is the whole logic as a pure function of the payload and the project's store (the bench importer
-replays transcripts through it); ``main`` only reads, prints and guards.
+Claude Code runs ``gardener-hook EVENT`` with the event's JSON on stdin and reads JSON (or, for
+PreCompact, plain text) from stdout. ``handle(event, payload)`` is the whole logic as a pure
+function of the payload and the project's store, so the bench can replay transcripts through it;
+``main`` only reads, prints and guards. PostToolUse replaces only output the model reads rather
+than edits from, and only when the summary is at most half of it or it is over Claude Code's own
+limit; every output is stored for recall, and so is the conversation. Prompt recall is full-text
+(a hook cannot wait for the embedding model); PreCompact and SessionStart carry the session's
+facts across compactions through a verified checkpoint. Hooks run after every tool call, so
+events go to a warm server (below). Nothing may break Claude Code: an internal error is one line
+in ``hooks.log`` and an empty answer, and files a payload names are read only where they should.
 
-Formats relied on (Claude Code hooks reference, code.claude.com/docs/en/hooks, and the changelog;
-checked against the CLI pinned in ``dev`` for the end-to-end test, 2.1.332):
-
-- every event's input: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``;
-- PostToolUse input: ``tool_name``, ``tool_input``, ``tool_response`` (the tool's structured
-  result: Bash ``{stdout, stderr, interrupted, ...}``, Read ``{type, file: {filePath, content}}``,
-  Grep ``{mode, filenames, content}``, WebFetch ``{result, url, ...}``, MCP tools their content
-  blocks; past 30,000 characters Bash's ``stdout`` is cut and ``persistedOutputPath`` names a
-  file with the whole output). Output ``hookSpecificOutput: {hookEventName: "PostToolUse",
-  additionalContext, updatedToolOutput, updatedMCPToolOutput}``: ``updatedMCPToolOutput``
-  replaces an MCP tool's result (since 1.0.x), ``updatedToolOutput`` any tool's (changelog
-  2.1.121: "PostToolUse hooks can now replace tool output for all tools via
-  hookSpecificOutput.updatedToolOutput"), in the shape of the tool's own result: 2.1.332 drops a
-  plain string for Bash (found by the end-to-end test with the real CLI). The transcript then
-  records the replacement, not the original. What passes on whole is limited per tool (saved
-  to a file past it, the model gets a 2 KB preview): ``clients/fit.py`` lists the limits;
-- PostToolUseFailure (a tool call that failed; 2.1.332 sends a command exiting non-zero here,
-  not to PostToolUse) input: ``tool_name``, ``tool_input``, ``tool_use_id``, ``error`` (what the
-  model is shown: "Exit code N" and the output, its middle cut past ~10,000 characters and not
-  saved anywhere), ``is_interrupt``, ``duration_ms``; output ``hookSpecificOutput:
-  {hookEventName: "PostToolUseFailure", additionalContext}`` only (the CLI's schema has no
-  ``updatedToolOutput`` for it; the context arrives after the result, as a system message). The
-  other event a result arrives by, PostToolBatch (``tool_calls`` with each result as the model
-  got it, after PostToolUse's changes), is not registered: each of its results came by one of
-  these two, and it too can only add context;
-- UserPromptSubmit input: ``prompt``; output ``hookSpecificOutput.additionalContext`` (added to
-  the model's context) and ``systemMessage`` (shown to the user);
-- Stop input: ``stop_hook_active`` and, since 2.1.47, ``last_assistant_message`` (the text of
-  the turn's final message: the transcript may not hold it yet when Stop runs); an empty answer
-  lets the turn end;
-- PreCompact input: ``trigger`` (manual|auto), ``custom_instructions``. Its JSON output has no
-  ``hookSpecificOutput`` variant (Claude Code rejects one naming PreCompact); what it honours is
-  the plain stdout of a hook that exits 0, which it appends to the compaction's instructions
-  (``newCustomInstructions``). So this hook prints text, not JSON;
-- SessionStart input: ``source`` (startup|resume|clear|compact); output
-  ``hookSpecificOutput: {hookEventName: "SessionStart", additionalContext}``.
-
-Decisions
-    PostToolUse replaces what the model sees only for output it reads rather than edits from:
-    shell commands (Bash, PowerShell), searches (Grep, Glob), web fetches and searches, MCP
-    tools, and Read results of files nobody edits by hand (logs, data, lock, minified and
-    generated files: ``claude_read``); only above ``REPLACE_MIN_TOKENS`` (Aider's
-    ``--gardener-max-output`` default) and only when the replacement is at most half the
-    original, or the original is over Claude Code's limit for the tool (the model would get a
-    2 KB preview). The replacement is the summary cut to ``GARDENER_HOOK_SUMMARY_TOKENS`` (2,000)
-    and to the tool's limit with a margin, its facts first (``fit``); its first line holds the
-    ``[full output stored: id=…]`` handle and names the ``expand`` and ``recall`` tools as Claude
-    Code names the plugin's. A path list (Glob, ``ls``, ``find``) is replaced by its tree of
-    names grouped by directory, never fewer names than Claude Code would have shown, whenever
-    that costs less than the list. Other Read results (a file the model is about to edit; its
-    outline in the opt-in ``GARDENER_HOOK_READ_OUTLINE`` mode), a Read of given lines, edits,
-    task lists and subagent reports are never replaced: they are stored for recall, and above
-    ``NOTE_MIN_TOKENS`` get a one-line "stored as id=…" note. A summary is never appended next to
-    an output the model sees whole: that would only add tokens; the exception is a failure
-    (PostToolUseFailure cannot replace), whose summary in half the budget is added when it is
-    at most half the failure's size. On a Claude Code older than 2.1.121 (the version is read
-    from the transcript), built-in tools' outputs cannot be replaced, so they get the note only.
-    The gardener's own MCP tools are never stored or rewritten: ``expand`` must return the
-    original.
-
-    The conversation is stored as in an Aider session: the user's prompts (class prompt) and
-    the assistant's text replies (classified, prose mostly), each indexed with the turn it
-    answers (``db.CONVERSATION_CLASSES``), so a decision stated in an earlier prompt is found
-    again after the compaction that dropped it, or by the next session. UserPromptSubmit stores
-    the prompt and the replies written to the transcript since the last one stored; Stop stores
-    the turn's replies, its final one included; PreCompact those before the compaction. Replies
-    are read from a byte offset kept per session (``<store>/claude/<session>.json``), so each
-    call reads only what is new; a subagent's messages (``isSidechain``), tool-call-only
-    messages and one-line fillers ("Let me check.", as Aider's) are left out.
-
-    UserPromptSubmit recall is full-text (FTS5) only: the embedding model takes seconds to load
-    and a hook lives for one event; the long-lived MCP server serves hybrid recall. Entries the
-    context already holds (stored by this session since its last compaction, or recalled into it
-    earlier) are skipped.
-
-    PreCompact builds the session's facts by replaying the whole transcript (Claude Code keeps
-    the records from before earlier compactions in the file) through the same fact tracker the
-    Aider session feeds, plus the open facts of the latest checkpoint of another session, writes a
-    verified checkpoint (written, read back, validated, parsed again) and prints the state block
-    for the compaction to keep. SessionStart(compact|resume) gives the latest checkpoint's state
-    block back as additional context; on startup, the open facts another session left.
-
-Speed
-    PostToolUse must cost little, since it runs after every tool call: a fresh process spends
-    ~0.7 s CPU before its first ingest (tiktoken's tables, the classifiers' patterns), so events
-    go to a warm server (see "the warm server" below) and embedding stays queued in the store for
-    the MCP server. Measured with ``GARDENER_MEASURE_HOOKS=1 pytest
-    tests/clients/test_claude_hooks.py -k measure`` (the 20 largest real outputs of a Claude Code
-    2.1.146 session, 6-87 kB payloads) on a 2-core machine at load average 13-15: through the
-    server, wall median 372 ms / p95 490 ms, CPU (client + server) median 90 / p95 140 ms; one
-    process per event (``GARDENER_HOOKD=0``) wall 1980 / 2697 ms, CPU 663 / 699 ms; ``handle`` in
-    process wall 132 / 224 ms, CPU 17 / 35 ms. Wall time on an idle machine should come close to
-    the CPU time, i.e. within the 200 ms p95 through the server (not measured: no idle machine
-    here); under that load it is not. Answering each request in a forked child (so that none can
-    wedge the server) costs ~10 ms of server CPU: the same 20 payloads sent straight to the
-    socket of each server in turn, twice, at load ~2.6 on another day, wall median 349 / p95
-    475 ms and server CPU 200 / 250 ms, against 330 / 512 and 190 / 230 ms for the server that
-    answered one request at a time itself.
-
-    Claude Code waits for each hook in turn, and ``claude -p`` runs three (SessionStart,
-    UserPromptSubmit, Stop) before it can exit: what a hook's client costs is mostly an
-    interpreter importing the package. So the client imports nothing of the library to hand its
-    event over, the server loads what handlers load before it forks any child, and storing the
-    conversation waits until the answer has gone (docs/benchmarks.md, "Claude Code hooks: cheap
-    start").
-
-Never break Claude Code
-    Any internal error is one line in ``<store>/hooks.log`` and an empty answer; the exit code is
-    0 unless blocking was meant (never, today). Input over ``MAX_STDIN`` bytes is drained and
-    ignored (a 100 MB tool output would cost seconds and hundreds of MB to parse in a hook).
-
-Reads only what it should
-    A hook's input names files, which the hook reads with the user's rights: a cut output's
-    ``persistedOutputPath`` is read only inside the session's own tool-results folder (after
-    symlinks), ``transcript_path`` only when it is a regular file (opened without blocking: a
-    FIFO there would hang its reader), and a project whose store folder is not this user's own
-    to write (someone else's checkout) gets no store and no answer, only a line in
-    ``~/.local/state/aider-gardener/hooks.log``.
+Formats relied on, decisions and measurements: docs/decisions/021-claude-code-hooks.md
 """
 
 from __future__ import annotations
@@ -445,9 +334,9 @@ def can_replace(
     read_kind: str | None = None,
 ) -> bool:
     """Whether this Claude Code lets a PostToolUse hook replace this tool's output, and the
-    gardener wants to (see the module docstring). A Read is replaced only when it read a whole
-    file nobody edits by hand (``read_kind``, from ``claude_read.read_kind``), or in outline
-    mode; one given ``offset`` or ``limit`` asked for exactly those lines."""
+    gardener wants to (docs/decisions/021-claude-code-hooks.md). A Read is replaced only when
+    it read a whole file nobody edits by hand (``read_kind``, from ``claude_read.read_kind``),
+    or in outline mode; one given ``offset`` or ``limit`` asked for exactly those lines."""
     if tool_name.startswith("mcp__"):
         return True
     if tool_name == "Read":
@@ -1648,11 +1537,10 @@ def _answer(event: str, raw: bytes, where: list) -> str:
 # (every ``GARDENER_HOOKD_CHECK`` seconds, 30) once its socket is removed or taken.
 # ``GARDENER_HOOKD=0`` turns it off (every event in its own process).
 #
-# What a child would otherwise load for itself on every request, the server loads once before
-# it forks any (``_warm_up``: one answer of each event for a scratch project): a child forked
-# from a server that had only warmed up the pipeline still spent 80-300 ms importing the store,
-# continuity and the chunker's tokenizer, per request. It listens before it warms up, so a hook
-# that comes meanwhile waits for it instead of answering in process beside it on the same cores.
+# What a child would otherwise load for itself on every request (the store, continuity, the
+# chunker's tokenizer), the server loads once before it forks any (``_warm_up``: one answer of
+# each event for a scratch project). It listens before it warms up, so a hook that comes
+# meanwhile waits for it instead of answering in process beside it on the same cores.
 # A child sends its answer as soon as it has it and then does what the answer did not need
 # (``_after_answer``: storing the conversation), so Claude Code waits for the answer only.
 #

@@ -6,15 +6,12 @@ those work only while this virtualenv's ``bin`` is on PATH, which it is not when
 from another shell. So ``install`` copies the folder to a stable place of the user's
 (``$XDG_DATA_HOME/aider-gardener/claude-plugin``, default ``~/.local/share/...``), rewrites the
 commands to the absolute paths of this environment's scripts, and registers the copy with Claude
-Code: the folder is its own local marketplace (``.claude-plugin/marketplace.json``, plugin source
-``./``), so::
-
-    claude plugin marketplace add <copy>
-    claude plugin install aider-gardener@aider-gardener-local --scope user
-
-When ``claude`` is not on PATH (or ``--no-claude``), it prints those two commands, and the
-session-only alternative ``claude --plugin-dir <copy>``. The copy is rewritten on every install,
-so reinstalling after an upgrade or from another virtualenv points the plugin at the new scripts.
+Code as its own local marketplace (``.claude-plugin/marketplace.json``, plugin source ``./``):
+``claude plugin marketplace add <copy>``, then ``claude plugin install
+aider-gardener@aider-gardener-local --scope user``. Without ``claude`` on PATH (or with
+``--no-claude``) it prints those two commands and the session-only ``claude --plugin-dir <copy>``.
+The copy is rewritten on every install, so reinstalling after an upgrade or from another
+virtualenv points the plugin at the new scripts.
 """
 
 from __future__ import annotations

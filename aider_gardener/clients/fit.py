@@ -1,26 +1,18 @@
 """A summary cut to what Claude Code passes on whole, its facts first.
 
 Claude Code saves a tool result longer than its tool's limit to a file and shows the model a
-2 KB preview of it instead (limits below), so a summary that does not fit loses its facts and
-the id that gets the rest back: a 35 KB summary of a Hadoop log reached the model as its first
-2 KB, none of its 158 error lines (issue 22). The hook therefore cuts every replacement to the
-smaller of a token budget of its own (``GARDENER_HOOK_SUMMARY_TOKENS``, 2,000) and the tool's
-limit with a margin. What stays, in order: each line carrying a fact (``aider_gardener.facts``)
-no line before it carries, those with a named fact (a failing test, an exception, an error code)
-before those adding only a location, with the summary's first and last lines after the first
-of them; then the lines repeating facts; then the head and tail of the rest. A folded template
-(``[×12] …``) is one line that stands for its count. What is left out is said in one line: how
-many summary lines, how many of them with facts not shown. The caller's first line names the
-stored id and the tools that get the whole back.
+2 KB preview of it instead, so a summary that does not fit loses its facts and the id that gets
+the rest back. The hook therefore cuts every replacement to the smaller of a token budget of its
+own (``GARDENER_HOOK_SUMMARY_TOKENS``, 2,000) and the tool's limit with a margin. What stays, in
+order: each line carrying a fact (``aider_gardener.facts``) no line before it carries, named facts
+(a failing test, an exception, an error code) before mere locations, with the summary's first and
+last lines after the first of them; then the lines repeating facts; then the head and tail of the
+rest. A folded template (``[×12] …``) is one line that stands for its count. What is left out is
+said in one line; the caller's first line names the stored id and the tools that get it back.
 
-Claude Code's limits (2.1.332, read from its bundled JavaScript and checked with the real CLI in
-``tests/clients/test_claude_code_e2e_outputs.py``): a tool result is saved to a file past
-``min(tool.maxResultSizeChars, 50,000)`` characters (JavaScript string length, UTF-16 units):
-Bash and PowerShell 30,000 (the ``bashOutputMaxChars`` setting, clamped to 4,000-128,000), Grep
-20,000, Glob, WebFetch, WebSearch and MCP tools 50,000, Read never (it refuses files over 256 KB
-or 25,000 tokens itself); MCP results are first cut at ``MAX_MCP_OUTPUT_TOKENS`` (25,000,
-estimated as characters / 4). A hook's ``additionalContext`` is saved to a file past 10,000
-characters. All results of one reply share 200,000 characters.
+The limits below are Claude Code's (checked with the real CLI in
+``tests/clients/test_claude_code_e2e_outputs.py``); where they come from, and measurements:
+docs/decisions/022-claude-code-result-limits.md
 """
 
 from __future__ import annotations

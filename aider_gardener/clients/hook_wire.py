@@ -2,8 +2,8 @@
 socket's place, how long a client waits, one request's round trip, starting the server.
 
 Standard library only, and nothing else of the package: every Claude Code hook runs a fresh
-interpreter that imports this, and each module more is paid on every tool call (the client used
-to import all of ``claude_hooks``: ~0.1 s per hook, three hooks per ``claude -p`` turn).
+interpreter that imports this, and each module more is paid by every hook: after each tool call,
+and three times in each ``claude -p`` turn (docs/decisions/021-claude-code-hooks.md).
 """
 
 from __future__ import annotations

@@ -1,66 +1,18 @@
 """The gardener as an MCP server: the project's store, over stdio, for any MCP client.
 
-Usage::
-
     gardener-mcp [--root DIR] [--store PATH] [--no-vectors] [--chroma-url URL]
-    aider-gardener mcp ...                     # the same server
-
-    claude mcp add gardener -- /path/to/aider-gardener/.venv/bin/gardener-mcp   # Claude Code
-    # any client's config: {"command": "gardener-mcp", "args": ["--root", "/path/to/repo"]}
 
 It serves the store an Aider session in the same repository uses (``<git root>/.aider.gardener/``,
-found from ``--root``, else ``$CLAUDE_PROJECT_DIR``, else the working directory; ``--store`` or
-``$AIDER_GARDENER_STORE`` as ``--gardener-store``), so an output Aider stored can be recalled from
-Claude Code and the other way round. Tools:
+found as ``clients/project.py`` says), so an output Aider stored can be recalled from Claude Code
+and the other way round. Tools (``TOOLS``): ``recall``, ``expand``, ``forget``, ``pin``,
+``checkpoint``, ``context_pressure``. It is the process that lives as long as the client, beside
+hooks that live for one event: it preloads the embedding model (recall is full-text until then)
+and drains the embedding queue the hooks leave. Clients wait for the handshake before their first
+request, so ``_Front`` answers it from constants before the ``mcp`` library and the store load.
+Never crash: bad input or an unusable store is a one-line tool error, and only the MCP protocol
+goes to stdout (fd 1 points at stderr before anything loads).
 
-``recall(query, class?, limit?, full?)``
-    Hybrid search (FTS5 + embeddings, ``store/recall.py``): per hit its id, class, score, token
-    cost (original and summary), where it came from, the summary, the lines that matched, and
-    the best-matching chunk when vectors found it; ``full`` gives originals (cut at 20k
-    characters each and 60k in all, with the offset ``expand`` continues from).
-``expand(id, offset?, length?)``
-    The stored original verbatim (its own content block, exactly as stored), paged when large.
-``forget(id, undo?)``
-    As Aider's ``/forget``: hides the entry and every stored copy of it; ``undo`` restores.
-``pin(id, undo?)``
-    As ``/pin``: never evicted, never expires; ``undo`` unpins.
-``checkpoint(note?)``
-    A continuity checkpoint in ``<store>/checkpoints/`` (Aider's ``/checkpoints`` and ``/resume``
-    read it), reported only after it was read back and parsed.
-``context_pressure()``
-    What the store holds (entries, tokens stored vs summarized, in the session being written
-    and in the project; eviction candidates; pending embeddings) and, when the Claude Code hooks
-    recorded one, the client's last real context usage.
-
-Why a long-lived process matters: hooks are one process per event and only write SQLite,
-leaving the new chunks pending; this server is the process that lives as long as the client, so
-it preloads the embedding model in the background (recall is full-text until it is ready, as in
-Aider) and runs the embedding worker that drains the queue.
-
-Measured (2 busy cores, load 9-17): a recall over real stdio, the 15 files of the shared
-``tool_outputs`` in the store, two servers on it (``--no-vectors`` and the default, model loaded
-and queue drained), 20 distinct queries alternating between them: median 20.0 ms (p95 41.5)
-full-text only, 32.2 ms (p95 67.1) hybrid; the store's own recall in process took 1.5 / 11.0 ms
-of that, the rest is the tool (matching lines, JSON) and the round trip. On a fresh store the
-first model load exports the ONNX file once (``store/embeddings.py``): the server answered
-hybrid after ~100 s there, full-text meanwhile.
-Those figures predate the rerank: ``recall`` is an explicit recall, so, like ``/recall``, it reads
-the fused top 20 again with ``store/rerank.py`` once the model is loaded (LoCoMo R@5 0.751 ->
-0.796; ~0.35 s per query idle, ~1 s at load 2-4.5); ``GARDENER_RERANK=off`` in the server's
-environment skips it.
-
-Start (issue 22): clients wait for the handshake before their first request (``claude -p`` up
-to ~2 s, Codex ~1 s for an optional server), and the ``mcp`` library alone takes 0.7-1 s to
-import on a busy machine. So ``_Front`` answers the handshake from constants before anything
-heavy loads, the library and the store follow once the client has settled (``SETTLE``), and a
-signal ends the server at once. Every tool's structured result carries all its text says:
-Codex gives the model the structured part only. Measured in ``python -m bench.mcp_start``.
-
-Never crash: a tool with bad input (unknown id, empty query, unknown class) or a store that is
-locked or unusable answers with a one-line tool error and the server keeps serving; a store that
-could only be opened in memory is reported, closed and opened again on the next call. Only the
-MCP protocol goes to stdout: the process's own fd 1 is pointed at stderr before anything loads,
-so a library's print cannot corrupt the stream.
+Usage, tools, start-up and measurements: docs/decisions/023-mcp-server.md
 """
 
 import argparse
@@ -100,8 +52,8 @@ REOPEN_AFTER = 2.0  # seconds between attempts to reopen a store that was unusab
 SIGNAL_WAIT = 0.05  # seconds a signal's exit waits for an open under way
 # Seconds after ``initialize`` before the library loads and the store opens, unless a request
 # needs them sooner: that work is seconds of CPU, and the client is still starting meanwhile
-# (``claude -p`` sent its first request 0.3-1.6 s after the handshake at load 5 on 2 cores, and
-# later the busier the cores were).
+# (``claude -p`` sends its first request well after the handshake, the later the busier the
+# cores).
 SETTLE = 1.5
 
 INSTRUCTIONS = (
@@ -640,7 +592,7 @@ def _yield_cpu(nice: int = 10) -> None:
     """Lower this thread's priority (Linux schedules threads apart): the library's import and
     the store's open (the numeric stack, then the model in threads of their own) are seconds
     of CPU that competed with the client itself for a 2-core machine's cores while it was
-    getting its first request out (``claude -p``: +1.6 s for the server alone, at load 5)."""
+    getting its first request out."""
     if not (hasattr(os, "setpriority") and sys.platform.startswith("linux")):
         return
     try:
@@ -675,8 +627,8 @@ def _matching_lines(text: str, query: str) -> tuple[list[dict[str, Any]], int, b
 
     Each term is found with ``str.find``, jumping to the end of its line, and the lines found
     are then scored on every term, so the Python loop runs once per matching line and term
-    instead of per line and term: on a 1.5 MB build log 50-70 ms per hit that way, more than
-    the recall itself. A line holding every term is still found through the rarest one."""
+    instead of per line and term, which on a large build log cost more than the recall itself.
+    A line holding every term is still found through the rarest one."""
     from ..store.db import query_stems
 
     terms = query_stems(query)
@@ -994,8 +946,8 @@ REPLAY_ID = "aider-gardener-front-initialize"
 
 def server_version() -> str:
     """FastMCP's serverInfo.version when none is given: the installed ``mcp`` version, read
-    from the name of its dist-info folder (importing ``importlib.metadata`` took ~0.1 s of the
-    handshake's ~0.3), else as FastMCP reads it."""
+    from the name of its dist-info folder (importing ``importlib.metadata`` would be a third
+    of the handshake's time), else as FastMCP reads it."""
     import importlib.util
 
     try:
@@ -1017,16 +969,14 @@ def server_version() -> str:
 class _Front:
     """The server's stdio, and what it answers while the ``mcp`` library loads.
 
-    Why: importing ``mcp`` takes 0.7-1.0 s on a busy machine (mostly building its pydantic
-    models), and clients wait for the handshake before their first request: Claude Code's
-    ``-p`` up to ~2 s for ``initialize`` and ``tools/list``, Codex ~1 s for an optional server's
-    tools before it leaves them out of the turn (issue 22). So the front answers, from the
-    first line on, what needs nothing but constants: ``initialize``, ``ping``, the tool list
-    (``tool_list``), empty prompt and resource lists, and "method not found" for methods the
-    library does not know (Claude Code probes ``server/discover`` before ``initialize``). Any
-    other message waits, in order, and is handed to the library once it is loaded, after the
-    client's ``initialize`` replayed under ``REPLAY_ID`` (its answer dropped), so that the
-    library's session holds the client's parameters and state as if it had answered itself."""
+    Importing ``mcp`` takes about a second on a busy machine, and clients wait for the handshake
+    (Codex leaves a slow optional server's tools out of the turn). So the front answers what
+    needs nothing but constants (``initialize``, ``ping``, ``tool_list``, empty prompt and
+    resource lists, "method not found" for what the library does not know, such as the
+    ``server/discover`` Claude Code probes first); any other message waits, in order, for the
+    library, which first gets the client's ``initialize`` replayed under ``REPLAY_ID`` (its
+    answer dropped), so that its session holds the client's parameters as if it had answered
+    itself."""
 
     def __init__(
         self, out: BinaryIO, on_initialize: Callable[[], None], on_need: Callable[[], None]
@@ -1319,8 +1269,8 @@ def main(argv: list[str] | None = None) -> int:
         tools.close()
         _note_export_left()
     if os.environ.get("GARDENER_FAST_EXIT", "1") != "0":
-        # The store is closed; what is left is the interpreter's teardown of onnxruntime,
-        # chromadb and threads still importing or loading the model: 0.5-1.5 s measured.
+        # The store is closed; what is left is the interpreter's slow teardown of onnxruntime,
+        # chromadb and threads still importing or loading the model.
         from ..main import fast_exit
 
         fast_exit(status)

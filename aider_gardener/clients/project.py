@@ -2,37 +2,15 @@
 
 One place decides where a non-Aider client's store is, so that a Claude Code hook, the MCP server
 and an Aider session in the same repository all read and write the same
-``<git root>/.aider.gardener/store.sqlite``: the same rules as ``--gardener-store`` /
-``store.db.resolve_location``, with the places such clients learn their project from.
+``<git root>/.aider.gardener/store.sqlite``: the rules of ``--gardener-store`` /
+``store.db.resolve_location``, with the places such clients learn their project from
+(``$CLAUDE_PROJECT_DIR``, then the working directory). A hook is a new process per event, so it
+passes a stable session id (``client_session_id``), or every event would be a session of its own.
+The long-lived process (``worker=True``) preloads the model and drains the embedding queue that
+one-event processes (``worker=False``) leave. ``write_client_checkpoint`` writes where Aider's
+``/checkpoints`` and ``/resume`` find it, never holding less than the checkpoint before it.
 
-Where
-    ``store`` (a folder, or a ``*.sqlite``/``*.db`` file) wins; else ``$AIDER_GARDENER_STORE``
-    (what ``--gardener-store`` reads from the environment, so one setting moves every front
-    door); else ``.aider.gardener/`` under the git root of ``cwd``, which defaults to
-    ``$CLAUDE_PROJECT_DIR`` (Claude Code sets it for hooks and servers it starts) and then the
-    working directory.
-
-Sessions
-    A store session is what ``scope="session"`` and the "this session" figures count. A hook is
-    a new process per event, so it must pass a stable id (``client_session_id("claude",
-    <hook's session_id>)``) or every event becomes a session of its own.
-    ``latest_client_session`` is how a long-lived client (the MCP server, which Claude Code does
-    not tell its session id) finds the session currently being written.
-
-Processes
-    ``worker=True`` is for the long-lived process: it preloads the embedding model in a
-    background thread (recall is full-text until it is ready, as in Aider), runs the embedding
-    worker that drains what short processes left pending, and the store's maintenance.
-    ``worker=False`` is for a process that lives for one event: nothing in the background, and
-    with ``vectors=False`` not even the vector index (ingest still queues its chunks, and the
-    long-lived process embeds them).
-
-Checkpoints
-    ``write_client_checkpoint`` writes the continuity checkpoint (``continuity/checkpoint.py``)
-    into ``<store folder>/checkpoints/``, where Aider's ``/checkpoints`` and ``/resume`` find
-    it: the facts a client session saved in the store (``store/facts.py``), else what a new Aider
-    session would carry over from the latest checkpoint (open decisions, constraints, errors,
-    failed approaches), so a client checkpoint never holds less than the one before it.
+Rules in full: docs/decisions/024-one-store-for-every-client.md
 """
 
 from __future__ import annotations
@@ -71,7 +49,9 @@ def project_dir(cwd: str | Path | None = None) -> Path:
 def store_location(
     cwd: str | Path | None = None, store: str | Path | None = None
 ) -> tuple[Path, Path]:
-    """(store folder, sqlite file) without opening anything: see the module docstring."""
+    """(store folder, sqlite file) without opening anything.
+
+    The rules: docs/decisions/024-one-store-for-every-client.md."""
     location = store if store not in (None, "") else os.environ.get(STORE_ENV) or None
     return resolve_location(location, None if location is not None else project_dir(cwd))
 

@@ -1,25 +1,17 @@
-"""Which recalled entries a prompt gets: only those that bear on it (issue 22, point 5).
+"""Which recalled entries a prompt gets: only those that bear on it.
 
 Full-text recall ORs the prompt's words, so every prompt sharing one word with the store got its
-three best hits, however weak ("you can launch parallel tasks" pulled in an old design doc that
-says "tasks"). A hit is injected only when its BM25 score (the store's own,
-``Store.fts_search``) is high on two scales that do not depend on the store's size:
+best hits, however weak. A hit is injected only when its BM25 score (``Store.fts_search``) is high
+on two scales that do not depend on the store's size:
 
-* ``share``: the score per unit of the prompt's word weight (the sum of FTS5's idf over the
-  terms the store searched for). About 1 when the entry holds every word once; a hit matching only
-  the prompt's common words, or a few of many, scores low.
+* ``share``: the score per unit of the prompt's word weight (the sum of FTS5's idf over the terms
+  searched for); about 1 when the entry holds every word once.
 * ``evidence``: the score in units of a word only one entry holds (FTS5's idf at document
-  frequency 1). A short prompt of common words ("update odoo and upgrade the module") can cover
-  itself fully and still say nothing specific.
+  frequency 1): a short prompt of common words can cover itself fully and still say nothing.
 
-A hit needs ``share >= MIN_SHARE`` and ``evidence >= MIN_EVIDENCE``, or, matching the whole
-prompt (``share >= FULL_SHARE``), ``evidence >= FULL_EVIDENCE``.
-
-The floors were chosen on the dev transcripts (``python -m bench.prompt_recall``, labels in
-``bench/labels/prompt_recall.tsv``, figures in docs/benchmarks.md). Below ``MIN_ENTRIES`` entries
-in the index FTS5's idf cannot tell rare from common (it is <= 0 for a word in half the entries,
-and a word no entry holds outweighs every word one does), so a young store's hits are all offered,
-as before.
+A hit needs both over their floors, or, matching the whole prompt (``FULL_SHARE``), less evidence.
+Below ``MIN_ENTRIES`` entries FTS5's idf cannot tell rare from common: all hits are offered.
+How the floors were chosen: docs/decisions/025-prompt-recall-floors.md
 """
 
 from __future__ import annotations

@@ -1,34 +1,17 @@
 """Claude Code's real context usage, read from its session transcript (JSONL).
 
-Claude Code writes one JSON record per line to ``transcript_path`` (every hook payload carries
-it). Each assistant record carries the Messages API ``usage`` of the request that produced it, so
-the context the model saw on the last request is exactly::
+Each assistant record of ``transcript_path`` carries the Messages API ``usage`` of the request
+that produced it, so the context the model saw on the last request is exactly
+``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``: the number Claude Code
+itself compares against the window before it auto-compacts, which the gardener's own token
+estimates would only approximate. Subagent (``isSidechain``), synthetic and zero-usage records
+are skipped; a compaction boundary after the last usage makes it stale (Claude Code's estimate,
+``compactMetadata.postTokens``, stands in when present). The window is 1,000,000 for ``[1m]``
+models or when more than 200,000 tokens were used, else 200,000 (``GARDENER_CONTEXT_WINDOW``
+overrides). Transcripts are read from the end in growing blocks, so a hook stays fast however
+long the session is; the last usage is saved in the store folder for the MCP server.
 
-    input_tokens + cache_creation_input_tokens + cache_read_input_tokens
-
-(the three are disjoint parts of the prompt: uncached, written to the cache, read from it). That
-is the number Claude Code itself compares against the window before it auto-compacts; the
-gardener's own token estimates would only approximate it. Records it skips, and why:
-
-- ``isSidechain: true``: a subagent's (Task/Agent tool) own conversation, not the main context;
-- model ``<synthetic>``: a record Claude Code made up itself (an API error), with zero usage;
-- assistant records without ``usage`` or with all three counts zero.
-
-A ``system`` record with ``subtype: compact_boundary`` after the last usage means the context was
-just compacted and the old count is stale: its ``compactMetadata.postTokens`` (Claude Code 2.1.x)
-is used when present, else the usage is unknown until the next reply.
-
-The window comes from the model name: 1,000,000 for the ``[1m]`` variants (Claude Code's model
-setting, e.g. ``claude-sonnet-4-5[1m]``; the transcript records the bare API id, so a hook passes
-the setting when it knows it), else 200,000, and 1,000,000 whenever more than 200,000 tokens were
-actually used (such a request can only have run in the large window).
-``GARDENER_CONTEXT_WINDOW`` overrides both.
-
-Large transcripts (several MB in real sessions) are read from the end, in growing tail blocks,
-so a hook stays fast however long the session is.
-
-The last usage is saved in the store folder (``claude_usage.json``) so that other processes, the
-MCP server's ``context_pressure`` tool in particular, can report it without a transcript path.
+Record format relied on: docs/decisions/026-claude-code-context-usage.md
 """
 
 from __future__ import annotations
@@ -303,13 +286,10 @@ def replies_since(
     the offset to read on from next time (just past the last complete line: a record Claude Code
     is still writing is read next time, whole).
 
-    A hook calls this on every prompt, so it reads only what is new: ``offset`` is where the
-    previous call stopped. Without one (the first call of a session, or the hooks installed in
-    the middle of one), or when it no longer fits the file (a rewritten or replaced transcript:
-    the byte before it must end a line), only the last ``REPLY_TAIL`` bytes are read; so are
-    they when more than ``MAX_REPLY_READ`` bytes are new. Records of one message written one
-    content block at a time (same ``message.id``, in a row) become one reply. Only lines that
-    can hold an assistant's text are parsed. Never raises: ``([], offset)`` when unreadable."""
+    A hook calls this on every prompt, so it reads only what is new; without a usable offset,
+    or past ``MAX_REPLY_READ`` new bytes, only the last ``REPLY_TAIL`` bytes. Records of one
+    message written a block at a time become one reply. Never raises: ``([], offset)`` when
+    unreadable."""
     fh = open_regular(path)
     if fh is None:
         return [], offset
