@@ -3,7 +3,7 @@ applies with ``git am`` to the aider-chat 0.86.2 sdist, passes Aider's style, an
 tests plus the series' own tests pass on the result.
 
 It downloads the sdist with pip, so it skips (one line) where PyPI is unreachable;
-``AIDER_SDIST`` may name a local copy. About two minutes, most of it Aider's own tests.
+``AIDER_SDIST`` may name a local copy. Several minutes, most of it Aider's own tests.
 """
 
 from __future__ import annotations
