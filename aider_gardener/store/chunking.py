@@ -3,39 +3,15 @@
 One vector for a 5,000-line build log says nothing about line 3,000, so recall would find the
 entry but not the part that answers the query. Chunks of ~200-250 word pieces are small enough
 that each vector is about one thing, and large enough that a definition or paragraph keeps its
-context.
+context. Boundaries follow the content class: top-level definitions for code, blank-line
+paragraphs for prose, single lines for logs; a line is only cut when it alone exceeds the limit.
+Chunks are verbatim slices: ``"".join(chunk(text, cls)) == text`` for any non-blank text.
 
-Boundaries follow the content class: top-level definitions for code, blank-line paragraphs for
-prose, single lines for logs. A line is only ever cut when it alone exceeds the limit (minified
-code, one-line JSON). Chunks are verbatim slices: ``"".join(chunk(text, cls)) == text`` for any
-non-blank text, so a chunk can always be located in its original.
-
-Sizes are counted in the embedder's own word pieces, because that is what becomes the vector:
-MiniLM reads 256 pieces, [CLS] and [SEP] included, and drops the rest. Packed to 250/300
-*tiktoken* tokens (a tiktoken token is 1.1-1.7 pieces in logs and code), 96 % of the chunks of
-the shared tool outputs overflowed that window and 21 % of their pieces were never embedded;
-19 % of the pieces of chat messages were lost too. The model's ``tokenizer.json`` is loaded once
-per process with ``tokenizers`` alone (~20 ms; no torch, no hub).
-
-* Exact up to ``_MEASURED_CHARS`` (32 KB): every line is counted. BERT's pre-tokenizer splits
-  at whitespace, so a chunk's pieces are exactly the sum of its lines', and ``MAX_PIECES`` can
-  be the whole window (254); ``TARGET_PIECES`` 200 leaves room to end on a boundary. Counting
-  goes by words (see ``_PieceCounter``): a 10 KB pytest output costs ~1 ms cold, ~0.7 ms warm
-  (the old tiktoken estimate: 0.8 ms). Running the whole tokenizer instead cost 3.9 ms per
-  line and 2.9 ms per 2 KB block, and a block's ratio applied to its lines still let 2.2 % of
-  chat chunks overflow (worst 345 pieces) even packed to 240.
-* Past 32 KB the chars-per-piece ratio measured so far applies, inflated by
-  ``_ESTIMATE_MARGIN``, so a huge log costs no more (counting all of a 160 KB yarn log, full
-  of distinct hashes, costs ~40 ms cold). Density drifts along a log: a 600-char stretch of a
-  tail holds up to 1.47x the pieces the ratio predicts. With 1.15, 15 of the 1,521 chunks of
-  the twelve uncapped shared outputs overflow (worst 315 pieces); with none, 57 (worst 358).
-  A local ratio from 1 KB sampled per 8 KB of the tail did no better. A line longer than
-  32 KB (base64, minified code) is sampled: three 2 KB slices.
-* A line too long for one chunk is cut where the tokenizer puts piece boundaries (whitespace,
-  else a word start), so each cut fits; past 32 KB it is cut by characters.
-* Without the model package or ``tokenizers`` (FTS5-only installs) tiktoken counts 2 KB blocks
-  and a token counts as ``FALLBACK_PIECES_PER_TOKEN`` pieces: 1.6 is the 95th percentile over
-  the chunks of the shared data (median 1.24, 99th 1.88); 1-2 % of chunks then overflow.
+Sizes are counted in the embedder's own word pieces (MiniLM reads 256 and drops the rest), with
+the model's ``tokenizer.json`` and ``tokenizers`` alone: exactly, word by word, up to 32 KB, then
+from the ratio measured so far with a margin, so a huge log costs no more. Without the tokenizer
+(FTS5-only installs) tiktoken counts and a token counts as ``FALLBACK_PIECES_PER_TOKEN`` pieces.
+Measurements: docs/decisions/086-embedding-chunks.md.
 """
 
 from __future__ import annotations
@@ -56,13 +32,13 @@ WINDOW_PIECES = 254  # MiniLM's 256-piece window less [CLS] and [SEP]
 TARGET_PIECES = 200  # chunks are packed up to this size ...
 MAX_PIECES = 254  # ... and a unit that would overflow this starts a new chunk
 # Beyond this many chunks an entry gets proportionally larger chunks (which overflow the window):
-# a 1.5 MB build log would otherwise queue ~3,400 embeddings (over two minutes of one CPU core)
-# for text FTS5 already indexes.
+# a huge build log would otherwise queue minutes of embedding (decision 086) for text FTS5
+# already indexes.
 MAX_CHUNKS = 512
-# Word pieces per tiktoken token when the model's tokenizer is unavailable; see the docstring.
+# Word pieces per tiktoken token when the model's tokenizer is unavailable (decision 086).
 FALLBACK_PIECES_PER_TOKEN = 1.6
 _MEASURED_CHARS = 1 << 15  # counted line by line; estimated past this
-_ESTIMATE_MARGIN = 1.15  # past it, sizes are inflated by this much (see the docstring)
+_ESTIMATE_MARGIN = 1.15  # past it, sizes are inflated by this much (decision 086)
 _FALLBACK_MEASURED_CHARS = 1 << 16  # tiktoken is ten times faster: it can look further
 _SAMPLE_CHARS = 2048
 _MAX_RATIO = 32.0  # chars per piece: a run of blank lines or junk still costs something
@@ -152,15 +128,13 @@ class _PieceCounter:
     """The model's tokenizer, configured for counting: no padding, no truncation. A copy of its
     own, not the embedder's: that one truncates, and getting it would load the model.
 
-    Running the whole tokenizer over a text costs ~0.35 ms per KB (it builds an ``Encoding``
-    with every piece's string and offsets), which alone would add ~4 ms to the ingest of a
-    10 KB test run. For the common case, printable ASCII, BERT's normalizer only lowercases
-    and its pre-tokenizer only splits at whitespace and at each punctuation mark (every
-    printable non-alphanumeric ASCII character), so a text's pieces are the sum of its words'
-    WordPiece counts: words are found with one regex, and each distinct word is split by the
-    tokenizer's own WordPiece model once and remembered. Same counts (checked at load and by
-    the tests), 3-5x faster cold and ~6x on the repeated vocabulary of a session's outputs.
-    Other text (non-ASCII, control characters) goes through the whole tokenizer."""
+    Running the whole tokenizer builds an ``Encoding`` with every piece's string and offsets,
+    too slow for every ingest (decision 086). For printable ASCII, BERT's normalizer only
+    lowercases and its pre-tokenizer only splits at whitespace and at each punctuation mark
+    (every printable non-alphanumeric ASCII character), so a text's pieces are the sum of its
+    words' WordPiece counts: words are found with one regex, and each distinct word is split by
+    the tokenizer's own WordPiece model once and remembered. Same counts (checked at load and by
+    the tests). Other text (non-ASCII, control characters) goes through the whole tokenizer."""
 
     def __init__(self) -> None:
         from .embeddings import load_tokenizer, model_path

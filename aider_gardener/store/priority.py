@@ -4,24 +4,14 @@ The score decides eviction order (lowest first) and breaks ties in recall. It is
 
     base(class) + recency bonus + reference bonus - staleness
 
-* base: what a class of text is usually worth later. The user's own words (prompt 90) and errors
-  (80) are what the next turns are about; code (60) is re-read; prose (40) is explanation; logs
-  (20), structured dumps and edit records (30) are bulky and their facts survive in the summary.
-* recency: up to +20, halving every 30 minutes since the entry was created or last accessed
-  (recalled with ``full=True``, re-ingested). Half an hour is a few Aider turns: what was just said
-  matters, what was said before lunch much less.
-* reference: +10 per time a later message named one of the entry's paths, identifiers, error codes
-  or its id (capped at +30), halving every hour since the last such mention. Being talked about is
-  the best evidence that something is still needed.
-* staleness: -5 per day since last access, capped at -40, so week-old logs sink below everything
-  from today regardless of class while a week-old prompt (90 - 35) still outranks a fresh log.
-* an error whose file was later edited successfully is probably fixed: from that moment its clock
-  runs ``RESOLVED_DECAY`` times faster (both recency and staleness), so it sinks within hours.
-* pinned entries never decay: they are scored as if just accessed, with no staleness, and the
-  reference bonus does not fade.
-
-Scores are recomputed by the maintenance thread (``gardener_priority`` is registered as a SQL
-function so re-scoring is one UPDATE) and whenever an entry is touched.
+The base is what a class of text is usually worth later: the user's prompts and errors most,
+bulky logs least. Recency (up to +20, halving every 30 minutes since created or last accessed)
+and references (+10 per later mention of the entry's paths, identifiers, error codes or id,
+capped, fading hourly) say it is still in use; staleness (-5 per day, capped) sinks week-old
+logs below everything from today. An error whose file was later edited successfully decays
+``RESOLVED_DECAY`` times faster; pinned entries never decay. Scores are recomputed by the
+maintenance thread (one UPDATE through the ``gardener_priority`` SQL function) and whenever an
+entry is touched. Why each term and weight: docs/decisions/091-priority-and-eviction.md.
 """
 
 from __future__ import annotations

@@ -29,10 +29,10 @@ def lower_thread_priority(nice: int = NICE) -> bool:
         return False
 
 
-# chromadb imports OpenTelemetry's gRPC span exporter at import time, for a tracing setting
-# (``chroma_otel_granularity``) that is off unless configured; with it come grpc and protobuf:
-# 11 MB of a session's RSS (import and client, measured), for nothing. A placeholder module
-# stands in until the exporter is really constructed, which then imports the real one.
+# chromadb imports OpenTelemetry's gRPC span exporter (with grpc and protobuf) at import time, for
+# a tracing setting (``chroma_otel_granularity``) that is off unless configured: memory for
+# nothing (decision 084). A placeholder module stands in until the exporter is really
+# constructed, which then imports the real one.
 _OTLP_EXPORTER = "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"
 
 

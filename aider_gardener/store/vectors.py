@@ -42,9 +42,8 @@ REQUEST_TIMEOUT = 10.0
 _QUERY_MAX = 1000
 QUERY_CACHE = 32  # query embeddings kept (see ``_query_vector``)
 # A query is embedded from its first 512 characters (~130 word pieces of English): the cost of
-# one embedding grows with its length (torch bfloat16, one thread, measured: 10 words 12 ms, 64
-# words 41 ms, 128 or more 70 ms), and full-text search reads only the first 24 terms of a
-# request anyway. Questions (LoCoMo, the replay probes) are far shorter: unchanged.
+# one embedding grows with its length (decision 090), and full-text search reads only the first
+# 24 terms of a request anyway. Questions (LoCoMo, the replay probes) are far shorter: unchanged.
 QUERY_EMBED_CHARS = 512
 
 
@@ -75,9 +74,9 @@ class VectorIndex:
         self._warned = False
         self._query_cache: OrderedDict[str, Any] = OrderedDict()
         self._query_lock = threading.Lock()
-        # Query embeddings run on long-lived threads: starting a thread per request blocked
-        # ~10 ms in Thread.start() on a loaded 2-core machine (1.0 s over 103 turns, cProfile
-        # of the replay bench at load 4-9). Two, so a late query never queues the next one.
+        # Query embeddings run on long-lived threads: starting a thread per request blocked in
+        # Thread.start() on a loaded machine (decision 090). Two, so a late query never queues
+        # the next one.
         self._query_pool: ThreadPoolExecutor | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -184,8 +183,8 @@ class VectorIndex:
         if col is None:
             return
         if between is not None:
-            # chromadb's upsert holds the GIL for its whole ~30-65 ms (a fixed cost per call,
-            # measured): every Python thread stops meanwhile, so it waits for the foreground too
+            # chromadb's upsert holds the GIL for its whole call (a fixed cost, decision 089):
+            # every Python thread stops meanwhile, so it waits for the foreground too
             between()
         try:
             col.upsert(
@@ -304,7 +303,7 @@ class VectorIndex:
     def _query_vector(self, text: str) -> Any:
         """The query's embedding, cached: the same request is recalled for RAG, for ``/tokens``'
         preview and again on a retry, and ``prefetch`` may have started it. One embedding is
-        12-70 ms of one core (10-256 word pieces, torch bfloat16, measured)."""
+        tens of milliseconds of one core (decision 090)."""
         with self._query_lock:
             cached = self._query_cache.get(text)
             if cached is not None:

@@ -7,20 +7,12 @@ pending. Chunks whose text makes the model fail are marked -1 and never retried;
 could not be written because the vector backend is down stay pending until ``probe`` finds it
 back.
 
-The worker is a guest on the user's cores. It yields to the foreground three ways (issue 15,
-measured in ``bench run``'s ``gardener ms p95`` and ``tests/store/bench_worker.py``):
-
-* it pauses while a request is being prepared and sent (``foreground()``, entered by the
-  mixin's ``send_message``), checking between forward passes of at most ``BATCH_TOKENS`` word
-  pieces (~0.3 s of one core), not only between groups of 48 chunks (~2 s), and once more before
-  a group's chromadb upsert: that call holds the GIL for ~30-65 ms whatever its size (measured:
-  a pure-Python loop in another thread 12 -> 87 ms, a vector query 1.8 -> 67 ms meanwhile);
-* its thread runs at a lower OS priority (``NICE``, Linux per-thread ``setpriority``), so the
-  scheduler prefers Aider's threads when both want a core;
-* it does not embed every chunk: see ``EMBED_POLICY``.
-
-``stop()`` does not wait for a batch: the next forward pass boundary ends the worker, leaving
-the group pending for the next session (the queue is a table).
+The worker is a guest on the user's cores: it pauses while a request is prepared and sent
+(``foreground()``, checked between forward passes and before each chromadb upsert, which holds
+the GIL), runs at a lower OS priority, and embeds only the head, tail and error chunks of logs
+and structured outputs (``embed_policy``). ``stop()`` does not wait for a batch: the next
+forward pass ends the worker, leaving the group pending.
+Measurements: docs/decisions/089-background-embedder.md.
 """
 
 from __future__ import annotations
@@ -44,8 +36,7 @@ log = logging.getLogger(__name__)
 BATCH_SIZE = 48
 # Pending rows read per step and sorted by length before they are cut into groups: the model
 # pads a batch to its longest text, and chat messages range from one line to full-size chunks,
-# so 48 rows in ingest order split into many small batches or pad a lot. Measured side by side
-# on real chat chunks: 40.8 -> 41.9/s (and 35.9 -> 40.5/s before batches capped their padding).
+# so 48 rows in ingest order split into many small batches or pad a lot (decision 089).
 WINDOW = 8 * BATCH_SIZE
 IDLE_POLL = 2.0  # other processes enqueue chunks too; look again this often when idle
 PROBE_INTERVAL = 30.0  # how often to knock on a vector server that went away
@@ -54,32 +45,10 @@ WRITER_RETRY = 15.0  # how often a read-only session checks whether the writer h
 PENDING, INDEXED, FAILED = 0, 1, -1
 # Chunks the policy leaves to full-text search: never embedded (but kept, like every chunk).
 SKIPPED = 2
-# Which chunks get a vector. Log and structured outputs are found by their identifiers (paths,
-# error codes, ids), which FTS5 indexes for the whole original whatever happens here; their
-# vectors are what makes a 144k-token log ~50 s of one core. So only their first HEAD and last
-# TAIL chunks are embedded (the head says what ran, the tail how it ended), plus the first
-# MAX_ERROR_CHUNKS chunks with an error word in them (a paraphrase finds the one ERROR line of
-# an INFO log, and RAG shows that chunk as the excerpt of a summarized entry); every other class
-# (conversation, errors, code, edits) is embedded whole. ``GARDENER_EMBED_POLICY`` overrides:
-# ``all``, or ``HEAD,TAIL`` (``,noerrors``: without the error chunks).
-#
-# Measured with ``python -m bench.tool_probes`` (the 14 shared tool outputs, 2.5 MB, in a
-# 50-turn chat; 20 questions about old outputs; 2 busy cores, one embedding thread):
-#
-#   policy               chunks embedded   drain CPU   recall@5 hybrid (FTS5 alone)
-#   all                  2,535             149 s       20/20 (20/20)
-#   16,4 + all errors    959               52 s        20/20
-#   8,2 + all errors     898               48 s        20/20
-#   8,2 + 16 errors      472               24 s        20/20   <- the default
-#   8,2, no errors       417               20 s        20/20
-#   2,1 + all errors     849               45 s        20/20
-#
-# Recall is the same for every policy: a big log is found as an entry by its words, and every
-# question here shares a word with its answer's output, so FTS5 alone finds them all; what the
-# vectors of its middle chunks add is the paraphrase (``tests/store/test_recall.py``: "the
-# database server ran out of storage space" -> "disk quota exceeded"), which the error chunks
-# keep. LoCoMo is conversation turns, which every policy embeds whole; the replay probes
-# (``bench run replays/`` + 10 real sessions) were 35/37 at recall@5 before and after.
+# Which chunks get a vector. Log and structured outputs are found by their identifiers, which
+# FTS5 indexes in full anyway, so only their first HEAD and last TAIL chunks and the first
+# MAX_ERROR_CHUNKS chunks with an error word are embedded; every other class is embedded whole.
+# ``GARDENER_EMBED_POLICY``: ``all``, or ``HEAD,TAIL`` (``,noerrors``). Measured: decision 089.
 SPARSE_CLASSES = ("log", "structured")
 # A middle chunk holding one of these words is embedded anyway: "the database ran out of disk"
 # should find the one ERROR line in a long INFO log by meaning, not only by its words. Whole
