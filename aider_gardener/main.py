@@ -204,16 +204,16 @@ def _is_cli() -> bool:
 
 
 def fast_exit(code: Any) -> None:
-    """End the process without the interpreter's teardown (issue 15: ``/exit`` took 3-5 s,
-    Aider alone 0.5 s). Everything that matters at exit still happens, in the interpreter's
-    order: non-daemon threads get ``JOIN_THREADS`` to finish, then every atexit handler runs
-    (the gardener's exit checkpoint and store close among them; ``atexit._run_exitfuncs`` runs
-    each once, last registered first, exactly as at a normal exit), then standard streams are
-    flushed. What is skipped is the teardown of modules and objects (torch, chromadb, tokenizers,
-    litellm: ~1 s with torch loaded) and joining the daemon threads the gardener already
-    stopped. Files: Aider writes its history files with open/close per write; the store's
-    SQLite connections are closed by the store's close; chromadb's writes are SQLite
-    transactions, replayed on the next open."""
+    """End the process without the interpreter's teardown (``/exit`` took seconds longer than
+    Aider's own: decision 094). Everything that matters at exit still happens, in the
+    interpreter's order: non-daemon threads get ``JOIN_THREADS`` to finish, then every atexit
+    handler runs (the gardener's exit checkpoint and store close among them;
+    ``atexit._run_exitfuncs`` runs each once, last registered first, exactly as at a normal
+    exit), then standard streams are flushed. What is skipped is the teardown of modules and
+    objects (torch, chromadb, tokenizers, litellm: ~1 s with torch loaded) and joining the
+    daemon threads the gardener already stopped. Files: Aider writes its history files with
+    open/close per write; the store's SQLite connections are closed by the store's close;
+    chromadb's writes are SQLite transactions, replayed on the next open."""
     if code is None or code is False:
         status = 0
     elif isinstance(code, int):

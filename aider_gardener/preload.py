@@ -7,8 +7,8 @@ loading torch in its thread while the prose compressor imported networkx/scipy i
 and Aider's own ``load_slow_imports`` thread imports numpy and networkx too. Importing them up
 front, before any of those threads exist, removes the race; it costs well under a second once.
 
-It no longer runs before Aider starts (that was most of the gardener's cost at start, issue 23
-point 7): integration/startup.py runs it in a background thread once the prompt shows, and the
+It does not run before Aider starts (that was most of the gardener's cost at start):
+integration/startup.py runs it in a background thread once the prompt shows, and the
 gardener's first command in the main thread calls it too, which waits for that import (the
 lock) instead of racing it. Aider's own ``load_slow_imports`` thread (numpy, networkx) is
 waited for first, so no two threads import the stack at once.
