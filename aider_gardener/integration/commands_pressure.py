@@ -76,7 +76,7 @@ def _request(coder: Any, session: Any) -> int | None:
 def _evict(coder: Any, session: Any, io: Any, amount: int | None) -> None:
     """Run eviction's own plan (the one ``/context-pressure`` lists) and report what it did:
     "freed" is what the whole next request lost, recalled context and all, not the sum of the
-    messages' savings (issue 23: it said 319 while the request fell by 180)."""
+    messages' savings, which overstated it (decision 091)."""
     from .eviction import evict, history_tokens, plan
     from .ingest import sync
 

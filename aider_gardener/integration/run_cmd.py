@@ -1,4 +1,4 @@
-"""``/run`` and ``/test`` capture a command's whole output (issue 23 point 2).
+"""``/run`` and ``/test`` capture a command's whole output, to its last line.
 
 Aider's ``run_cmd_pexpect`` copies the command's terminal with ``pexpect``'s ``interact``, whose
 loop runs ``while child.isalive()``: once the command has exited the loop ends, and what was
@@ -7,7 +7,7 @@ shown nor returned. A command that prints fast and exits at once lost its end in
 the runs, more when the user's terminal is slow to draw (tmux), and the gardener then stored
 and compressed a cut output as "full text". Here the same command runs the same way (a shell
 with ``-i -c`` in a pseudo-terminal, the user's keys forwarded), and after ``interact`` the
-buffer is read to its end. The same fix is proposed upstream (patches/src/0010-*).
+buffer is read to its end. The same fix is proposed upstream (patches/src/0010-*; decision 092).
 
 A process the command left running (``cmd &``) keeps the terminal open, so the drain also stops
 after a quiet moment (what such a process writes later is not the command's output) or, if it

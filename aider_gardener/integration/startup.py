@@ -1,17 +1,16 @@
-"""What runs at ``aider-gardener``'s start, and when (issue 23 point 7: start as fast as Aider).
+"""What runs at ``aider-gardener``'s start, and when: the goal is to start as fast as Aider.
 
-Aider shows its prompt some 4 s after it starts; the gardener used to add 1-2 s to that, by
-importing the numeric stack (numpy, scipy, networkx) in the main thread before Aider started
-and by loading the embedding model (ONNX Runtime, chromadb) in a thread that competed for the
-interpreter while Aider was still starting. Now nothing heavy happens before the prompt: at the
-first prompt a background thread imports the numeric stack and then starts the model's load.
-The main thread's first command waits for that import if it is still under way
-(``preload.preload`` serialises it), so no two threads import numpy at once.
+Nothing heavy happens before the prompt: at the first prompt a background thread imports the
+numeric stack (numpy, scipy, networkx) and then starts the embedding model's load. The main
+thread's first command waits for that import if it is still under way (``preload.preload``
+serialises it), so no two threads import numpy at once. Doing either before or while Aider
+started added 1-2 s to its start.
 
 The start-up line is printed after Aider's banner (``show_announcements``, or the first prompt
 for a coder made with ``return_coder``), not before it, where it read as part of the shell's
 output; it fits one 80-column line. A first start on a machine, which exports the embedding
 model once in the background (~1 minute of one core, up to 700 MB), says so in one more line.
+Measurements: docs/decisions/094-start-and-exit.md.
 """
 
 from __future__ import annotations
@@ -137,8 +136,8 @@ def _background(session: GardenerSession, root: str | None) -> None:
 
 
 def _preload_model(session: GardenerSession, root: str | None) -> bool:
-    """Start loading the embedding model (issue 15: the first ``/recall`` paid for the load
-    when it began at the first message)."""
+    """Start loading the embedding model (the first ``/recall`` paid for the load when it began
+    at the first message)."""
     from ..store import embeddings
     from ..store.db import resolve_location
 
