@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import aider_gardener  # noqa: F401  (offline switches first)
+from aider_gardener.store.recall import recall
 from aider_gardener.tokens import count_tokens
 
 from .replay.importers.claude_code import (
@@ -222,7 +223,7 @@ class PipelineIngest:
         if self.vectors:
             with contextlib.suppress(Exception):
                 self.store.drain(timeout=120)
-        hits = self.store.recall(question, limit=k, mode="hybrid" if self.vectors else "fts")
+        hits = recall(self.store, question, limit=k, mode="hybrid" if self.vectors else "fts")
         entries = self.store.get_entries([h.entry_id for h in hits])
         out = []
         for h in hits:

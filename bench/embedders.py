@@ -292,7 +292,7 @@ def run_nonen(tmp: Path) -> dict[str, Any]:
     hits = {(k, m, n): 0 for k in kinds for m in modes for n in (1, 5)}
     total, per_source = 0, {}
     for i, (name, msgs) in enumerate(nonen_corpora()):
-        store = Store(tmp / f"nonen{i}", vectors=True, maintenance_interval=None)
+        store = Store(tmp / f"nonen{i}", vectors=True)
         try:
             targets = []
             for role, text in msgs:
@@ -376,7 +376,7 @@ def child(job: str, name: str, cache: Path) -> dict[str, Any]:
 
         chat = chat_texts(RSS_TURNS)
         with tempfile.TemporaryDirectory(prefix="gardener-emb-") as tmp:
-            store = Store(Path(tmp), vectors=name != BASELINE, maintenance_interval=None)
+            store = Store(Path(tmp), vectors=name != BASELINE)
             for text in chat:
                 store.ingest(text, Source(role="user"), cls=ContentClass.PROSE)
             store.drain()

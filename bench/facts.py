@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import aider_gardener  # noqa: F401  (offline switches before aider/litellm load)
+from aider_gardener.integration.continuity import tracker_of
 
 from .replay.format import TURN_EVENTS, Replay, load, save
 from .replay.importers.aider_history import EDIT_FAILURE_FIELDS, import_path
@@ -503,7 +504,7 @@ class Driver(CoderDriver):
     def fact_book(self) -> Any:
         if self.commands is None:
             return None
-        return self.commands.gardener.facts.book
+        return tracker_of(self.commands.gardener).book
 
     def close(self) -> None:
         """Close the gardener, and wait for Aider's summarizer thread (plain mode) while the

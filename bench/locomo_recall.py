@@ -153,7 +153,7 @@ def build_store(conv: Conversation, folder: Path):
     from aider_gardener.store import Store
     from aider_gardener.types import ContentClass, Source
 
-    store = Store(folder, vectors=True, maintenance_interval=None)
+    store = Store(folder, vectors=True)
     entry_of: dict[str, str] = {}
     for turn in conv.turns:
         entry = store.ingest(turn.text, Source(role="user"), cls=ContentClass.PROSE)

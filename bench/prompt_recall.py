@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import aider_gardener  # noqa: F401  (offline switches first)
+from aider_gardener.store.recall import recall
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DIR = (
@@ -257,7 +258,7 @@ class Replayer:
         sid = client_session_id(hooks.CLIENT, base["session_id"])
         skip = hooks._in_context(self.store, sid, float(state.get("compacted_at") or 0.0))
         skip |= set(state.get("recalled") or [])
-        hits = self.store.recall(prompt, limit=CANDIDATES + len(skip), mode="fts")
+        hits = recall(self.store, prompt, limit=CANDIDATES + len(skip), mode="fts")
         hits = [h for h in hits if h.entry_id not in skip][:CANDIDATES]
         try:
             from aider_gardener.clients import prompt_recall

@@ -100,7 +100,7 @@ def _aider(tmp: Path, rows: list[dict], n: int) -> list:
         probes = [e for e in events if e["type"] == "probe"]
         if not probes:
             continue
-        store = Store(tmp / f"aider{len(stores)}", vectors=True, maintenance_interval=None)
+        store = Store(tmp / f"aider{len(stores)}", vectors=True)
         kept = 0
         for e in events:
             if kept >= EVENTS_PER_HISTORY:
@@ -135,7 +135,7 @@ def _tools(tmp: Path, rows: list[dict]) -> list:
     from aider_gardener.types import Source
     from bench.tool_probes import PROBES, _session
 
-    store = Store(tmp / "tools", vectors=True, maintenance_interval=None)
+    store = Store(tmp / "tools", vectors=True)
     for role, text, command in _session():
         store.ingest(text, Source(role=role, command=command))
     store.drain()

@@ -187,7 +187,7 @@ def run_policy(policy: str, events, folder: Path) -> dict:
 
     os.environ[POLICY_ENV] = policy
     ids: dict[str, str] = {}
-    with Store(folder, maintenance_interval=None) as store:
+    with Store(folder) as store:
         store._worker.stop()  # embed in this thread, timed, not in the background
         for role, text, command in events:
             entry = store.ingest(text, Source(role=role, command=command))

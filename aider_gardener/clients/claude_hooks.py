@@ -772,12 +772,13 @@ def _in_context(store: Any, session_id: str | None, since: float) -> set[str]:
 def _recall_block(store: Any, prompt: str, skip: set[str], budget: int) -> tuple[str, list[str]]:
     """Recalled summaries for ``prompt`` within ``budget`` tokens, and their ids: only hits above
     the relevance floor (``prompt_recall``)."""
+    from ..store.recall import recall
     from ..tokens import count_tokens
     from .prompt_recall import relevant
 
     if len(prompt.strip()) < RAG_MIN_CHARS or prompt.lstrip().startswith("/"):
         return "", []
-    hits = store.recall(prompt, limit=RAG_HITS + min(len(skip), RAG_SKIP_MAX), mode="fts")
+    hits = recall(store, prompt, limit=RAG_HITS + min(len(skip), RAG_SKIP_MAX), mode="fts")
     hits = relevant(store, prompt, [h for h in hits if h.entry_id not in skip])
     head = "[gardener: stored context that may bear on this request (recall/expand for more)]"
     used = count_tokens(head)

@@ -361,7 +361,9 @@ class GardenerTools:
             hits = [(e, None) for e in by_id]
             search = "by id"
         else:
-            found = store.recall(query, classes=classes, limit=limit, rerank=True)  # as /recall
+            from ..store.recall import recall
+
+            found = recall(store, query, classes=classes, limit=limit, rerank=True)  # as /recall
             entries_by_id = store.get_entries([h.entry_id for h in found])
             hits = [(entries_by_id[h.entry_id], h) for h in found if h.entry_id in entries_by_id]
         if full and hits:
@@ -629,7 +631,7 @@ def _matching_lines(text: str, query: str) -> tuple[list[dict[str, Any]], int, b
     are then scored on every term, so the Python loop runs once per matching line and term
     instead of per line and term, which on a large build log cost more than the recall itself.
     A line holding every term is still found through the rarest one."""
-    from ..store.db import query_stems
+    from ..store.query import query_stems
 
     terms = query_stems(query)
     if not terms:

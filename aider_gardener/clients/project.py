@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..preload import preload
+from ..store import maintenance
 from ..store.db import Store, find_git_root, resolve_location
 
 log = logging.getLogger(__name__)
@@ -95,8 +96,9 @@ def open_project_store(
         chroma_url=chroma_url,
         model=model,
         project_root=str(root),
-        maintenance_interval=MAINTENANCE_INTERVAL if worker else None,
     )
+    if worker:
+        maintenance.start(opened, MAINTENANCE_INTERVAL)
     if vectors and not worker and opened.degraded is None and opened.path is not None:
         _attach_index(opened, chroma_url)
     return opened

@@ -65,7 +65,7 @@ def _idf(rows: int, holding: int) -> float:
 def _weight(store: Any, prompt: str) -> tuple[float, int]:
     """The prompt's word weight (idf summed over the terms the store searches) and the rows of
     the full-text index."""
-    from ..store.db import query_terms
+    from ..store.query import query_terms
 
     terms = query_terms(prompt)
 

@@ -7,13 +7,12 @@ carried over either. Overriding ``clone`` to keep our class and hand over the sa
 ``/chat-mode``, ``/ask``, ``/code``, ``/architect`` and ``/model``.
 
 The gardener's own commands live in three mixins: commands_pressure.py (``/context-pressure``,
-``/tokens`` with the state block and recalled context, ``/evict [N]``), commands_recall.py
-(``/recall QUERY|ID [--add] [--full]``, ``/show ID``, ``/forget [--undo] ID``, ``/restore ID``,
-``/pin ID``) and commands_continuity.py (``/checkpoint [note]``, ``/checkpoints``,
-``/resume [NAME]``, ``/soft-restart``). Here: ``/add``, ``/drop``,
-``/read-only``, ``/reset`` and ``/undo`` also report to the fact tracker.
-``/run`` and ``/test`` output is throttled as it enters the chat; ``/clear`` and ``/reset``
-reset the gardener's view of the chat but keep the store.
+``/tokens``, ``/evict [N]``), commands_recall.py (``/recall``, ``/show``, ``/forget``,
+``/restore``, ``/pin``) and commands_continuity.py (``/checkpoint``, ``/checkpoints``,
+``/resume``, ``/soft-restart``). Here: ``/add``, ``/drop``, ``/read-only``, ``/reset`` and
+``/undo`` also report to the fact tracker; ``/run`` and ``/test`` output is throttled as it
+enters the chat; ``/clear`` and ``/reset`` reset the gardener's view of the chat but keep the
+store.
 """
 
 from __future__ import annotations
@@ -26,9 +25,10 @@ from aider.commands import Commands
 from .commands_continuity import ContinuityCommands
 from .commands_pressure import PressureCommands
 from .commands_recall import ENTRY_ID, RecallCommands  # noqa: F401  (re-exported)
+from .continuity import tracker_of
 from .ingest import sync
 from .options import config_from_args
-from .session import GardenerSession, passive_coders
+from .session import GardenerSession, model_name, passive_coders
 
 
 @contextlib.contextmanager
@@ -152,7 +152,6 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         from aider import prompts
 
         from ..tokens import count_tokens
-        from .ingest import model_name
 
         if not outcome or not question.startswith("Add ") or session.store_failed:
             return None
@@ -184,7 +183,7 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         if self.coder.cur_messages is cur and len(cur) == before + 2:
             session.exit_codes[command.strip()] = status
             return
-        session.facts.on_output(command.strip(), output or "", session.turn, exit_code=status)
+        tracker_of(session).on_output(command.strip(), output or "", session.turn, exit_code=status)
 
     def _throttle_new_output(self, session: GardenerSession, cur: list, index: int) -> None:
         """Ingest the output now (so it enters compressed) and say what happened, with the
@@ -261,7 +260,9 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         if session is not None and before is not None:
             after = session.attempt("facts", self._head, default=None)
             if after is not None and after[0] != before[0]:
-                session.attempt("facts", session.facts.on_undo, before[0], before[1], session.turn)
+                session.attempt(
+                    "facts", tracker_of(session).on_undo, before[0], before[1], session.turn
+                )
         return result
 
     def _head(self) -> tuple[str, str] | None:
@@ -289,13 +290,13 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         coder = self.coder
         rel = coder.get_rel_fname
         now_edit, now_ro = set(coder.abs_fnames), set(coder.abs_read_only_fnames)
-        tracker, turn = session.facts, session.turn
+        facts, turn = tracker_of(session), session.turn
         added = sorted(rel(p) for p in now_edit - editable)
         added_ro = sorted(rel(p) for p in now_ro - read_only)
         dropped = sorted(rel(p) for p in (editable | read_only) - (now_edit | now_ro))
         if added:
-            tracker.on_files_added(added, turn)
+            facts.on_files_added(added, turn)
         if added_ro:
-            tracker.on_files_added(added_ro, turn, read_only=True)
+            facts.on_files_added(added_ro, turn, read_only=True)
         if dropped:
-            tracker.on_files_dropped(dropped, turn)
+            facts.on_files_dropped(dropped, turn)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .continuity import checkpoint_folder, continuity_of
+
 
 class ContinuityCommands:
     # -- continuity ----------------------------------------------------------------------------
 
     def cmd_state(self, args):
         "Show the session-state block the model gets before the chat history (goal, errors...)"
-        # Issue 23: only --verbose showed it, so a wrong goal or a false open error was invisible
+        # Only --verbose used to show it, so a wrong goal or a false open error was invisible
         # until the model acted on it.
         session = self._active()
         if session is None:
@@ -24,7 +26,7 @@ class ContinuityCommands:
         if session.config.state_tokens <= 0:
             self.io.tool_output("No session state: the block is off (--gardener-state-tokens 0).")
             return
-        keeper = session.keeper()
+        keeper = continuity_of(session)
         pair = keeper.state_pair(self.coder)
         if not pair:
             self.io.tool_output(
@@ -46,7 +48,7 @@ class ContinuityCommands:
             return
         from ..continuity.checkpoint import CheckpointError
 
-        keeper = session.keeper()
+        keeper = continuity_of(session)
         try:
             path = keeper.checkpoint(self.coder, "manual", note=args.strip() or None)
         except CheckpointError as err:
@@ -65,7 +67,7 @@ class ContinuityCommands:
             return
         from ..continuity.checkpoint import CheckpointError
 
-        keeper = session.keeper()
+        keeper = continuity_of(session)
         coder = self.coder
         try:  # written, read back and validated: only then is the history cleared
             path = keeper.checkpoint(coder, "soft-restart", note=args.strip() or None)
@@ -99,7 +101,7 @@ class ContinuityCommands:
 
         folder = self._checkpoint_folder(session)
         paths = list_checkpoints(folder)
-        shown = session.keeper()._show(folder)
+        shown = continuity_of(session)._show(folder)
         if not paths:
             self.io.tool_output(f"No checkpoints in {shown}.")
             return
@@ -118,9 +120,7 @@ class ContinuityCommands:
             self.io.tool_output(line)
 
     def _checkpoint_folder(self, session) -> Path:
-        from .continuity import checkpoint_folder
-
-        keeper = session.keeper()
+        keeper = continuity_of(session)
         return keeper.folder or checkpoint_folder(session, self.coder)
 
     def completions_resume(self):
@@ -140,7 +140,7 @@ class ContinuityCommands:
             return
         from ..continuity.checkpoint import CheckpointError, find_checkpoint
 
-        keeper = session.keeper()
+        keeper = continuity_of(session)
         coder = self.coder
         target = args.strip()
         folder = self._checkpoint_folder(session)

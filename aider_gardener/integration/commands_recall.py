@@ -1,28 +1,18 @@
 """The store's chat commands: ``/recall``, ``/show``, ``/forget``, ``/restore``, ``/pin``.
 
-A mixin of ``GardenCommands`` (commands.py); it uses ``self.coder``, ``self.io``, ``self.gardener``
-and ``self._store()`` from there.
+A mixin of ``GardenCommands`` (commands.py: ``self.coder``, ``io``, ``gardener``, ``_store()``).
 
-* ``/recall QUERY`` lists the best hits: id, class, the original's token cost, where it came
-  from, and the lines of the original that matched the query (numbered), so a user can judge a
-  hit without opening it. ``/recall ID [ID ...]`` lists those entries.
-* ``--add`` puts originals in the chat: the top hit of a query, or exactly the ids given. The
-  whole addition must fit the room left in the model's window (``room``), else nothing is added
-  and the command says how much would not fit. Added text is a ``recall`` message of the side
-  table made here, never ingested: it points at the entries it holds (so it is never stored a
-  second time), is kept verbatim for the next ``--gardener-recent-turns`` user turns (eviction
-  protects it, even when it evicts hard before an overflow), and only then ages into the
-  entries' summaries like any other output.
-* ``/show ID`` (or ``/recall ID --full``) prints the stored original. When it is longer than the
-  terminal and stdout is a terminal, it goes through ``$PAGER`` (else ``less -R`` when
-  installed); otherwise the first ``SHOW_LINES`` lines are printed and the whole original is
-  written to ``.aider.gardener/shown/ID.txt``; ``--all`` prints everything. A file and a flag
-  rather than an interactive "more" prompt: Aider's input loop owns the terminal between
-  commands, and a file can be opened in the user's editor.
-* ``/forget ID`` hides the entry and every stored copy of it from recall, ``/recall ID`` and
-  ``/show ID``; ``/forget --undo ID`` or ``/restore ID`` brings them back.
-
-Every command answers "No stored entry X." for an id the store does not have, malformed or not.
+* ``/recall QUERY`` lists the best hits with id, class, token cost, origin and the numbered lines
+  that matched, so a hit can be judged without opening it; ``/recall ID [ID ...]`` lists those.
+  ``--add`` puts originals in the chat only when all of them fit the room left in the window, as
+  a ``recall`` message that points at its entries (never stored again), kept verbatim for
+  ``--gardener-recent-turns`` user turns, then aged into summaries like any other output.
+* ``/show ID`` (or ``/recall ID --full``) prints the original: through ``$PAGER`` (else ``less
+  -R``) on a terminal, else its first ``SHOW_LINES`` lines, the whole written to
+  ``.aider.gardener/shown/ID.txt`` (Aider's input loop owns the terminal, and a file opens in an
+  editor); ``--all`` prints everything. ``/forget ID`` hides the entry and every stored copy of
+  it, ``/forget --undo ID`` or ``/restore ID`` brings them back. An unknown id, malformed or
+  not, is answered "No stored entry X.".
 """
 
 from __future__ import annotations
@@ -37,9 +27,11 @@ from typing import Any
 
 from ..redact import redact, secret_kinds
 from ..store.floor import close
+from ..store.recall import recall
 from ..tokens import count_tokens
-from .ingest import RECALL_HEADER, model_name, swap
-from .session import MessageMeta, window_of
+from .continuity import continuity_of
+from .ingest import RECALL_HEADER
+from .session import MessageMeta, model_name, swap, window_of
 
 ENTRY_ID = re.compile(r"^[a-z2-7]{10}$")
 RECALL_LIMIT = 5
@@ -70,7 +62,7 @@ def _split(args: str) -> tuple[set[str], list[str]]:
 def matching_lines(text: str, query: str, limit: int = PREVIEW_LINES) -> tuple[list, int]:
     """([(line number, line)], how many lines matched): the lines sharing the most query
     terms, shown in their order in the original."""
-    from ..store.db import query_stems
+    from ..store.query import query_stems
 
     terms = query_stems(query)
     if not terms:
@@ -151,7 +143,7 @@ class RecallCommands:
         entries = self._entries_by_id(store, words)
         if entries is None:  # a search
             query = " ".join(words)
-            hits = store.recall(query, limit=RECALL_LIMIT, rerank=True)
+            hits = recall(store, query, limit=RECALL_LIMIT, rerank=True)
             note = _full_text_only(store)
             found = store.get_entries([h.entry_id for h in hits]) if hits else {}
             hits = [  # the nearest entries are not matches: below the floor is not listed
@@ -463,7 +455,9 @@ class RecallCommands:
             removed, tokens, kept = self.gardener.attempt(
                 "forget", self._forget_in_chat, gone, default=(None, 0, 0)
             )
-            facts = self.gardener.attempt("forget", self.gardener.keeper().forget, gone, default=0)
+            facts = self.gardener.attempt(
+                "forget", continuity_of(self.gardener).forget, gone, default=0
+            )
             if kept:
                 self.io.tool_output(
                     f"Forgot {them} in the store; the chat keeps {it} inside recalled context"
@@ -575,8 +569,8 @@ class RecallCommands:
     def cmd_pin(self, args):
         "Pin a stored entry: never evicted, never expires (/pin --undo ID or /unpin ID undoes)"
         # What is in the chat stays as it is (its summary) unless the original fits the room
-        # /recall --add allows (issue 23: pinning a 290k-token log put it all back in the chat
-        # and eviction then dropped every prompt to make room for it).
+        # /recall --add allows: a pinned log bigger than the window once pushed every prompt out
+        # (decision 092).
         got = self._words_and_store(
             args,
             "Usage: /pin ID  |  /pin --undo ID  (the id from a [full output stored: id=…] line)",

@@ -4,17 +4,14 @@ history, checkpoints, soft restart, resume, and the pressure warnings.
 The facts are the session's memory of what matters (files, errors, failed approaches, decisions);
 everything here is rendered from them, never from an LLM. Checkpoints live next to the store, in
 ``<store folder>/checkpoints/``, but do not need the store: a locked or corrupt store must not
-take the user's way back with it.
-
-The state block is a (user, assistant) pair put at the head of the history chunk of every request,
-after the system prompt, repo map and read-only files, which change rarely; it is re-rendered only
-when the facts change, so providers' prompt caches keep everything before the history.
+take the user's way back with it. The state block is a (user, assistant) pair at the head of the
+history chunk, after the system prompt, repo map and read-only files, re-rendered only when the
+facts change, so providers' prompt caches keep everything before the history.
 
 Continuity accumulates across sessions: a session that does not resume still starts with the
-open facts of the latest checkpoint (decisions, constraints, open errors, failed approaches;
-``checkpoint.carried_facts``), and a session that learnt nothing new writes no exit checkpoint,
-so a trivial session can never become "the latest" with less than the one before it. SIGHUP and
-SIGTERM (a closed terminal, a ``kill``) write the exit checkpoint too, then let the signal do
+open facts of the latest checkpoint (``checkpoint.carried_facts``), and a session that learnt
+nothing new writes no exit checkpoint, so a trivial session never becomes "the latest" with less
+than the one before it. SIGHUP and SIGTERM write the exit checkpoint too, then let the signal do
 what it did before.
 """
 
@@ -43,7 +40,7 @@ from ..continuity.facts import Fact, FactBook
 from ..continuity.state import HEADER, order_key, render_state
 from ..continuity.tracker import FactTracker
 from ..tokens import count_tokens
-from .ingest import framing, model_name
+from .session import GardenerSession, framing, model_name
 
 log = logging.getLogger(__name__)
 
@@ -507,13 +504,13 @@ def _say(coder: Any, line: str) -> None:
         log.info("%s", line)
 
 
-def mark_messages(session: Any) -> None:
+def mark_messages(session: GardenerSession) -> None:
     """Before each eviction pass, carry what the facts know into the priorities: messages behind
     a failed approach go last; an error output whose error the facts saw fixed may go early."""
-    tracker = session.facts
-    failed = tracker.failed_entry_ids()
-    open_errors = tracker.open_error_entry_ids()
-    error_ids = {f.entry_id for f in tracker.book if f.kind == "error" and f.entry_id}
+    facts = tracker_of(session)
+    failed = facts.failed_entry_ids()
+    open_errors = facts.open_error_entry_ids()
+    error_ids = {f.entry_id for f in facts.book if f.kind == "error" and f.entry_id}
     for meta in session.table.values():
         if not meta.entry_id:
             continue
@@ -522,3 +519,16 @@ def mark_messages(session: Any) -> None:
         meta.open_error = meta.entry_id in open_errors
         if meta.entry_id in error_ids and meta.entry_id not in open_errors:
             meta.resolved = True
+
+
+def continuity_of(session: GardenerSession) -> Continuity:
+    """The session's continuity (checkpoints, facts, state block), made on first use: the
+    session holds it, this layer builds it, so the session imports nothing above it."""
+    if session.continuity is None:
+        session.continuity = Continuity(session)
+    return session.continuity
+
+
+def tracker_of(session: GardenerSession) -> FactTracker:
+    """The session's ``FactTracker`` (its ``book`` holds the facts)."""
+    return continuity_of(session).tracker

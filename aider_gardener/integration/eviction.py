@@ -1,28 +1,18 @@
 """Priority eviction: what replaces Aider's summarizer, without ever calling an LLM.
 
-Aider 0.86.2 summarizes ``done_messages`` in a background thread with the weak model, but in the
-edit flow the result is always discarded (it snapshots the history before the commit notice is
-appended, so its equality check fails), a failed summary empties the history, and
-``cur_messages`` (ask mode, turns without edits) is never summarized. Here instead, before every
-request and over *both* lists:
+Aider 0.86.2's summarizer discards its result in the edit flow, empties the history when it
+fails, and never summarizes ``cur_messages``. Here, before every request and over both lists:
 
-* aging (batched): outputs and replies older than the last ``recent_turns`` turns and not
-  referenced since are swapped for their summary + recall handle, but only once the swaps would
-  save ``BATCH_SHARE`` of the budget. Swapping a little every turn would change the prompt prefix
-  every turn and defeat providers' prompt caches; batching changes it rarely (hysteresis).
+* aging: outputs and replies older than the last ``recent_turns`` turns and not referenced
+  since become their summary + recall handle, in batches worth ``BATCH_SHARE`` of the budget,
+  so the prompt prefix (and providers' prompt caches) changes rarely;
 * pressure: above the budget, evict down to ``LOW_WATER`` of it, lowest priority first, in
-  tiers: (1) summaries for outputs, (2) one-line references to the stored entry, (3) dropping
-  whole user/assistant pairs. User prompts, unresolved errors and failed approaches have the
-  highest priority and go last; pinned messages and the last turns are never touched.
-* pins: pinned messages are outside the budget, so a pin never costs the user's prompts or open
-  errors; only a hard target (window overflow, ``/evict N``) puts a pinned original back to its
-  summary, before any pair is dropped.
+  tiers: summaries, one-line references, then whole user/assistant pairs. Prompts, open errors
+  and failed approaches go last; pinned messages (outside the budget) and the last turns stay.
 
-``plan`` computes the steps without acting; ``evict`` applies them, and ``/context-pressure``
-lists the first ones, so the forecast is what ``/evict`` does.
-
-Only message *contents* change in tiers 1-2 and tier 3 removes adjacent (user, assistant) pairs,
-so the role sequence keeps whatever alternation it had (``AIDER_SANITY_CHECK_TURNS=1`` holds).
+``plan`` computes the steps and ``evict`` applies them, so ``/context-pressure``'s forecast is
+what ``/evict`` does. Roles keep whatever alternation they had (only contents change, or
+adjacent pairs go). Design: docs/decisions/091-priority-and-eviction.md.
 """
 
 from __future__ import annotations
@@ -34,8 +24,8 @@ from typing import Any
 from ..store.priority import BASE, DEFAULT_BASE, RECENCY_MAX, REFERENCE_STEP
 from ..tokens import count_tokens
 from .continuity import mark_messages
-from .ingest import EDIT_MARKERS, framing, model_name, reference_text, swap
-from .session import GardenerSession, MessageMeta
+from .ingest import EDIT_MARKERS
+from .session import GardenerSession, MessageMeta, framing, model_name, reference_text, swap
 
 LOW_WATER = 0.8
 BATCH_SHARE = 0.1
@@ -77,9 +67,9 @@ def priority(meta: MessageMeta, session: GardenerSession) -> float:
     else:
         base = BASE.get(meta.cls, DEFAULT_BASE)
     if meta.failed or meta.open_error:
-        base = max(base, LAST_BASE)  # issue 23: an open error of any class (a failing test log)
+        base = max(base, LAST_BASE)  # an open error of any class (a failing test log)
     elif meta.cls == "error" and meta.kind == "tool" and not meta.resolved:
-        base = max(base, LAST_BASE)  # issue 7: evicted only after everything else
+        base = max(base, LAST_BASE)  # evicted only after everything else
     if meta.resolved:
         base -= RESOLVED_PENALTY
     span = max(1, session.config.recent_turns)

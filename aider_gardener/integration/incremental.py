@@ -17,8 +17,7 @@ from typing import Any
 
 from ..redact import redact
 from ..tokens import count_tokens
-from .ingest import model_name
-from .session import GardenerSession, MessageMeta
+from .session import GardenerSession, MessageMeta, model_name
 
 COMPILED_SHARE = 0.25
 LOW_WATER = 0.5

@@ -6,14 +6,11 @@ reply, ``/run``, ``/web``, suggested shell commands, reflections, interrupts), `
 both lists before every request and ingests whatever it has no record of. Walking is cheap (an
 identity lookup per message); only new messages cost a compression.
 
-Noisy-neighbour throttling happens here too: command output above ``--gardener-max-output``
-tokens is swapped for its summary as soon as it is seen, so it never reaches the model whole.
-
-When the store cannot keep an original (disk full, read-only, locked by another process) the
-output still enters compressed, its handle replaced by a line that says so (``unkept_line``):
-it used to enter whole (a 100k-line log: 299k tokens, 234 % of the window). An entry a busy
-store could not write is written by a later ``sync`` (``Store.flush_unwritten``), and its
-summary then gets its handle back.
+Command output above ``--gardener-max-output`` tokens is swapped for its summary as soon as it
+is seen, so it never reaches the model whole. When the store cannot keep an original (disk
+full, read-only, locked) the output still enters compressed, with a line that says so
+(``unkept_line``); an entry a busy store could not write is written by a later ``sync``, and
+its summary then gets its handle back. Why: docs/decisions/092-big-outputs-in-the-chat.md.
 """
 
 from __future__ import annotations
@@ -25,7 +22,8 @@ from ..redact import find_secrets, redact
 from ..store.priority import extract_keys
 from ..tokens import count_tokens
 from ..types import ContentClass, Source, handle_line
-from .session import GardenerSession, Hint, MessageMeta
+from .continuity import tracker_of
+from .session import GardenerSession, Hint, MessageMeta, model_name, swap
 
 # Aider's prompts.run_output, the shape /run and /test output enters the chat in.
 RUN_OUTPUT = re.compile(
@@ -47,13 +45,6 @@ RECALLED_ID = re.compile(r"^--- id=([a-z2-7]{10}) \(", re.MULTILINE)
 # A message names what it refers to early (the paths and names of what it discusses or edits);
 # scanning only its head bounds the cost of reference detection on 100 kB replies.
 REF_SCAN_CHARS = 8000
-
-
-def model_name(coder: Any) -> str:
-    try:
-        return coder.main_model.name
-    except Exception:  # noqa: BLE001
-        return "gpt-4o"
 
 
 # What stands for the handle line in a summary whose original the store could not keep.
@@ -240,44 +231,6 @@ def fit_summary(meta: MessageMeta, limit: int, coder: Any) -> None:
         meta.summary, meta.tokens_summary = fitted, tokens
 
 
-def swap(session: GardenerSession, lst: list, index: int, meta: MessageMeta, state: str) -> None:
-    """Put a new dict with the text for ``state`` in the slot; the old dict, which another list
-    or a pending request may still hold, is never changed."""
-    original = redact(meta.original) if meta.secret else meta.original
-    text = {"full": original, "summary": meta.summary}.get(state)
-    if text is None:
-        text = reference_text(meta)
-    new = dict(lst[index])
-    new["content"] = text
-    lst[index] = new
-    session.rekey(meta, new)
-    meta.state = state
-
-
-def reference_text(meta: MessageMeta) -> str:
-    """Tier 2: one line that says what was here and how to get it back."""
-    what = {
-        "prompt": "your earlier message",
-        "reply": "my earlier reply",
-        "tool": f"output of `{redact(meta.command)}`" if meta.command else "command output",
-        "notice": "aider notice",
-        "recall": "recalled context",
-    }.get(meta.kind, "earlier message")
-    first = _first_line(meta.summary if meta.state == "summary" else meta.original)
-    return (
-        f"[{what}, {meta.cls}, {meta.tokens_full:,} tokens: {first}]\n"
-        f"[full output stored: id={meta.entry_id}]"
-    )
-
-
-def _first_line(text: str, limit: int = 100) -> str:
-    for line in text.splitlines():
-        line = redact(line.strip())  # before the clip, which could leave half a key unseen
-        if line and not line.startswith("[full output stored"):
-            return line if len(line) <= limit else line[: limit - 1] + "…"
-    return "…"
-
-
 def classify_message(role: str, content: str, hint: Hint | None) -> tuple[str, str | None, str]:
     """(kind, command, body to store) for a message without other provenance."""
     if hint is not None and hint.kind is not None:
@@ -456,33 +409,11 @@ def note_references(session: GardenerSession, meta: MessageMeta, store: Any) -> 
 def observe(session: GardenerSession, meta: MessageMeta, body: str) -> None:
     """Hand a new message to the fact tracker (continuity): the user's words, the model's reply,
     or a command's output."""
-    tracker = session.facts
+    facts = tracker_of(session)
     if meta.kind == "prompt":
-        tracker.on_prompt(meta.original, meta.turn, meta.entry_id)
+        facts.on_prompt(meta.original, meta.turn, meta.entry_id)
     elif meta.kind == "reply":
-        tracker.on_reply(meta.original, meta.turn, meta.entry_id)
+        facts.on_reply(meta.original, meta.turn, meta.entry_id)
     elif meta.kind == "tool":
         status = session.exit_codes.pop((meta.command or "").strip(), None)
-        tracker.on_output(meta.command, body, meta.turn, meta.entry_id, exit_code=status)
-
-
-_FRAMING: dict[str, int] = {}  # model name -> tokens a message adds beyond its text
-
-
-def framing(coder: Any) -> int:
-    """Tokens Aider's count of a request adds to each message beyond its text (role and
-    separators: 4 for OpenAI's tokenizers). Eviction counts them too, so its history is the
-    number ``/tokens`` and ``/context-pressure`` show, not one a few tokens a message lower."""
-    model = getattr(coder, "main_model", None)
-    name = getattr(model, "name", None)
-    if model is None or not callable(getattr(model, "token_count", None)):
-        return 0
-    if name in _FRAMING:
-        return _FRAMING[name]
-    probe = [dict(role="user", content="x")]
-    try:
-        n = int(model.token_count(probe)) - int(model.token_count([])) - int(model.token_count("x"))
-    except Exception:  # noqa: BLE001 - a model without a message count: text only
-        n = 0
-    _FRAMING[name] = n = max(0, n)
-    return n
+        facts.on_output(meta.command, body, meta.turn, meta.entry_id, exit_code=status)

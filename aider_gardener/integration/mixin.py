@@ -2,25 +2,17 @@
 
 Put first in the bases of every coder class (see registry.py). Each hook does its gardener work
 through ``GardenerSession.attempt`` and otherwise calls Aider's own method, so a failure in the
-gardener costs one warning and that step of gardening, never the session.
+gardener costs one warning and that step of gardening, never the session. Passive coders (the
+architect's editor, the ``/lint`` clone, ``/help``) run plain Aider. Hooks, in request order:
 
-Hooks, in the order a request meets them:
-
-* ``run_one``: remembers what the user typed, so the prompt is recognised as theirs; a new turn
-  for the store (one that another process keeps locked is waited for at most once per turn).
-* ``send_message``: an output about to be sent as the message itself (``/test``, auto-test) is
-  taken out of ``cur_messages`` first (Aider would send it twice); overflow recovery retries
-  once after evicting harder.
-* ``format_chat_chunks``: ingest new messages, age and evict in place, then build Aider's chunks,
-  apply the incremental view, inject recalled context, print the status line.
-* ``summarize_start``/``summarize_end`` and ``summarizer``: Aider's LLM summarizer is replaced by
-  eviction (ingest only here; eviction runs before each request).
-* ``send``/``show_exhausted_error``: notice a context-window overflow and turn Aider's "you sent
-  too many tokens" stop into one retry.
-* ``apply_updates``/``lint_edited``: successful edits resolve errors about the edited files;
-  lint output is tagged as tool output so it can be throttled.
-
-Passive coders (the architect's editor, the ``/lint`` clone, ``/help``) run plain Aider.
+* ``run_one``: remembers what the user typed (so the prompt is theirs); a new turn for the store.
+* ``send_message``: takes an output sent as the message itself out of ``cur_messages`` (Aider
+  would send it twice), pauses the background embedder, retries once after an overflow.
+* ``format_chat_chunks``: ingest, age and evict, build Aider's chunks, apply the incremental
+  view, inject recalled context, print the status line.
+* ``summarize_*``/``summarizer``: eviction replaces Aider's LLM summarizer (ingest only here);
+  ``send``/``show_exhausted_error``: a window overflow becomes one retry; ``apply_updates``/
+  ``lint_edited``: successful edits resolve errors about the edited files, lint is tool output.
 """
 
 from __future__ import annotations
@@ -32,15 +24,19 @@ import os
 from typing import Any
 
 from ..tokens import count_tokens
-from .eviction import GardenerSummary, evict, framing, history_tokens
+from .continuity import continuity_of, tracker_of
+from .eviction import GardenerSummary, evict, history_tokens
 from .incremental import incremental_view
-from .ingest import model_name, sync
+from .ingest import sync
 from .rag import inject, prefetch, preview_recall
+from .refine import refiner_of
 from .session import (
     GardenerSession,
     Hint,
     TurnEvents,
     creating_passive,
+    framing,
+    model_name,
     passive_observer,
     window_of,
 )
@@ -129,7 +125,7 @@ class GardenerMixin:
                 from ..preload import preload  # first, after Aider's own import of it
 
                 preload()
-            session.attempt("resume", session.keeper().start, self)
+            session.attempt("resume", continuity_of(session).start, self)
             session.attempt("store", session.protect_store_folder, self)
             return session
         except Exception as err:  # noqa: BLE001 - never stop Aider from starting
@@ -243,8 +239,8 @@ class GardenerMixin:
             yield from super().send_message(inp)
             return
         g.io = self.io
-        # The background embedder pauses while the request is prepared and sent (issue 15: it
-        # competed with the query embedding and compression for the same cores)
+        # The background embedder pauses while the request is prepared and sent: it competed
+        # with the query embedding and compression for the same cores (decision 089)
         busy = g.attempt("foreground", _foreground) or contextlib.nullcontext()
         with busy:
             yield from self._garden_send_message(g, inp)
@@ -264,9 +260,9 @@ class GardenerMixin:
                 if g.attempt("overflow", self._garden_prepare_retry, inp, default=False):
                     yield from super().send_message(inp)
             g.attempt("ingest", sync, g, self)  # the reply is stored (and recallable) now
-            g.attempt("facts", g.keeper().persist)
+            g.attempt("facts", continuity_of(g).persist)
             if g.config.llm_refine:
-                g.attempt("refine", g.refiner().submit, self)
+                g.attempt("refine", refiner_of(g).submit, self)
         finally:
             self._garden_sending = False
             self._garden_hard_target = None
@@ -333,7 +329,7 @@ class GardenerMixin:
         g.attempt("ingest", sync, g, self)
         self._garden_counted = None
         if g.config.llm_refine:
-            g.attempt("refine", g.refiner().apply, self)
+            g.attempt("refine", refiner_of(g).apply, self)
         hard = self._garden_hard_target
         if g.config.evicts or hard is not None:
             g.attempt("evict", evict, g, self, hard)
@@ -355,7 +351,7 @@ class GardenerMixin:
         are never touched)."""
         if g.config.state_tokens <= 0:
             return
-        pair = g.keeper().state_pair(self)
+        pair = continuity_of(g).state_pair(self)
         if pair:
             chunks.done = pair + list(chunks.done)
 
@@ -376,7 +372,7 @@ class GardenerMixin:
         used = self._garden_counted
         if used is None:
             used = self._garden_prompt_tokens(chunks)
-        g.keeper().on_pressure(self, used, window)
+        continuity_of(g).on_pressure(self, used, window)
 
     def _garden_view(self, g: GardenerSession, chunks: Any) -> Any:
         """Aider's chunks as the gardener shows them: the incremental view, then the
@@ -544,7 +540,7 @@ class GardenerMixin:
         created = sorted({self._garden_rel(p) for p in changed if before.get(p, "") is None})
         self._garden_last_edited = paths
         if paths:
-            g.facts.on_edit_applied(paths, g.turn, created=created)
+            tracker_of(g).on_edit_applied(paths, g.turn, created=created)
 
     def show_auto_commit_outcome(self, res):
         super().show_auto_commit_outcome(res)
@@ -552,7 +548,7 @@ class GardenerMixin:
         if g is not None and res:
             commit_hash, message = res
             paths = self._garden_last_edited or []
-            g.attempt("facts", g.facts.on_commit, commit_hash, message, paths, g.turn)
+            g.attempt("facts", tracker_of(g).on_commit, commit_hash, message, paths, g.turn)
 
     def _garden_resolve(self, g: GardenerSession, edited: set) -> None:
         from ..store.priority import path_keys

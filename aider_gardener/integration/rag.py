@@ -3,9 +3,10 @@
 Eviction keeps the prompt small by taking things out; recall puts back the few that matter for
 *this* request: an error from twenty turns ago, a log from yesterday's session. Hits the chat
 already holds, in full or as their summary, are skipped (a big log's summary in the history was
-recalled again as 742 tokens on three unrelated questions: issue 23), and so are hits below the
-relevance floor. The result is one user/assistant pair at
-the end of the history chunk, in a *new* list: the shared ``done_messages`` is never appended to.
+otherwise recalled again on unrelated questions), and so are hits below the relevance floor. The
+result is one user/assistant pair at the end of the history chunk, in a *new* list: the shared
+``done_messages`` is never appended to. Its time budget:
+docs/decisions/090-per-turn-recall-latency.md; the incident: 092-big-outputs-in-the-chat.md.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 
 from ..redact import redact
 from ..store.floor import close
+from ..store.recall import recall
 from ..tokens import count_tokens
-from .ingest import model_name
-from .session import GardenerSession
+from .session import GardenerSession, model_name
 
 CANDIDATES = 8
 MAX_HITS = 3
@@ -37,13 +38,11 @@ REPLY = "Ok, I will use that context if it is relevant."
 
 QUERY_CHARS = 4000
 # "1": embed the query in a thread of its own at the start of the request (``prefetch``). Off:
-# measured side by side with two other jobs on the 2 cores (load ~4; ``bench run replays/`` + 10
-# real sessions, two alternating runs each), gardener ms p50/p95 were 26.9/158 and 19.7/133 with
-# it, 23.3/129 and 25.3/125 without: with no idle core, a second thread only competes.
+# with no idle core, a second thread only competes (decision 090).
 PREFETCH_ENV = "GARDENER_QUERY_PREFETCH"
 # The vector half of a request's recall waits at most this long for the query's embedding (run
 # in a thread of its own), then the request goes with full-text recall alone; the vector still
-# lands in the query cache when it comes. 0 waits as long as it takes. Measured: ``_mode_in_time``.
+# lands in the query cache when it comes. 0 waits as long as it takes (decision 090).
 VECTOR_BUDGET_ENV = "GARDENER_VECTOR_BUDGET_MS"
 VECTOR_BUDGET_MS = 30.0
 
@@ -74,46 +73,12 @@ def _mode_in_time(session: GardenerSession, store: Any, query: str) -> str:
     """``_mode``, but "fts" for this request when its query's embedding is not ready within
     ``VECTOR_BUDGET_MS``.
 
-    Why (issue 15, goal: per-turn gardener p95 <= 50 ms with vectors on while the embedder is
-    busy): profiled per turn on the replay bench, the query embedding was 5-15 ms on an idle
-    core but 50-180 ms on a loaded machine, the largest part of most slow turns (the vector
-    search itself 2-9 ms, full-text search 0.2-20 ms, reading entries 0.1-2 ms).
-
-    Measured with ``python -m bench run replays/ R --modes gardener`` (4 bundled replays + 10
-    real sessions, R = ``bench import aider-history`` of AFI-Protocol__afi-core and
-    AndreasDebel__HaaV-CatalogService; the bench now runs a busy background embedder, see
-    ``bench/replay/runner.py``), runs alternated in one window, gardener ms p50 / p95:
-
-    ===============================  ==================================  ====================
-    machine load (other jobs)        4-7                                 12-16
-    before (551a72d)                 20.7/140, 21.0/120, 21.7/138,       48.3/328, 68.2/326
-                                     39.9/189
-    upsert pause only (budget 0)                                         67.2/258, 59.2/313
-    30 ms budget (this)              25.6/60.4, 39.9/112, 36.2/107,      55.9/166, 60.3/171
-                                     35.0/107
-    30 ms budget + query prefetch    28.0/84.8, 33.0/105, 29.1/95.7
-    ===============================  ==================================  ====================
-
-    p95 falls by a third to a half; p50 rose (median 21 -> 35 ms at load 4-7): handing the
-    embedding to a thread and waking up again costs scheduler latency on an oversubscribed
-    CPU. The goal is not met there: ``--no-vectors`` gives 11.2/48.3 at load ~6, and the
-    slowest turns left are ingest (100-240 ms when a big output is stored).
-
-    What it costs: 17-25 % of the hybrid requests were late at load 4-7 (27/163, 38/148,
-    35/153, 38/159), a third at 12-16 (48/150, 52/152). A late request's recall is full text,
-    and on these replays full text injects the same entries as hybrid in 112 of 142 requests
-    (the other 30: hybrid adds an entry, mostly a summarized one's vector excerpt, where full
-    text adds none), so a quarter late changes about one request in 20. ``/recall``, the
-    bench's probes, LoCoMo and ``bench.tool_probes`` go through ``store.recall``, which waits
-    as before: their recall is unchanged (probe recall@5 35/37 in every run above; with no
-    vectors at all 32/37; LoCoMo full text alone R@5 0.739 vs hybrid 0.751, tool probes 20/20
-    either way, per ``store/recall.py`` and ``store/worker.py``).
-
-    Rejected by the same data: skipping vectors when the full-text hits are strong (of the 80
-    requests with three or more full-text hits sharing half the query's terms, vectors changed
-    the injection in 24), loading only scored fields (0.1-2 ms), and prefetch on by default
-    (neither p95 nor the late share clearly lower: 28/151, 32/156, 37/153 late; off, see
-    ``PREFETCH_ENV``). "before" is 551a72d with this bench's busy embedder added."""
+    On a loaded machine the query embedding was the largest part of most slow turns (50-180 ms
+    against 5-15 ms on an idle core), so a request waits for it only this long and otherwise
+    recalls by full text alone, which injects the same entries most of the time. p95 fell by a
+    third to a half on the replay bench; ``/recall`` and the evaluations go through
+    ``store.recall``, which waits as before. Measurements and what was rejected:
+    docs/decisions/090-per-turn-recall-latency.md."""
     mode = _mode(store)
     budget = _budget_ms()
     index = getattr(store, "vectors", None)
@@ -148,7 +113,7 @@ def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[
     # FTS5 takes the first MAX_QUERY_TERMS terms and the embedder the first 256 word pieces: the
     # head of a long message is the whole query either way (and scanning a 100 kB paste is not)
     query = query[:QUERY_CHARS]
-    hits = store.recall(query, limit=CANDIDATES, mode=_mode_in_time(session, store, query))
+    hits = recall(store, query, limit=CANDIDATES, mode=_mode_in_time(session, store, query))
     if not hits:
         return [], []
     in_history = session.entries_in_history()

@@ -24,8 +24,7 @@ from typing import Any
 from ..store.priority import extract_keys
 from ..tokens import count_tokens
 from ..types import HANDLE_PREFIX
-from .ingest import model_name, swap
-from .session import GardenerSession, MessageMeta
+from .session import GardenerSession, MessageMeta, model_name, swap
 
 log = logging.getLogger(__name__)
 
@@ -175,3 +174,10 @@ class Refiner:
 
         threading.Thread(target=join, daemon=True).start()
         done.wait(timeout)
+
+
+def refiner_of(session: GardenerSession) -> Refiner:
+    """``--gardener-llm-refine``'s background worker for the session, made on first use."""
+    if session.refiner is None:
+        session.refiner = Refiner(session)
+    return session.refiner

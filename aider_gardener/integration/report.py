@@ -20,11 +20,10 @@ from typing import Any, Iterable, Iterator
 from aider.utils import is_image_file
 
 from .continuity import STATE_HEADER
-from .eviction import Plan, Step, framing, history_tokens, plan
+from .eviction import Plan, Step, history_tokens, plan
 from .incremental import HEADER as INCREMENTAL_HEADER
-from .ingest import model_name
 from .rag import HEADER as RECALL_HEADER
-from .session import GardenerSession, window_of
+from .session import GardenerSession, framing, model_name, window_of
 
 HIGH_SHARE = 0.80  # of the window: above it the recommendation is about the biggest part
 SHOW_NEXT = 3  # lowest-priority messages listed as what /evict takes first

@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, TypeVar
 
+from ..redact import redact
 from .options import GardenerConfig
 
 log = logging.getLogger(__name__)
@@ -31,13 +32,8 @@ T = TypeVar("T")
 # With no --gardener-budget, history gets what Aider itself gives it: the summarizer's trigger,
 # i.e. --max-chat-history-tokens or the model's max_chat_history_tokens (1/16 of the input window,
 # at most 8k). The gardener replaces Aider's summarizer at the point Aider would have summarized,
-# and honours the flag an Aider user already knows. Measured with `python -m bench run` (session
-# 4, gpt-4o 128k, so 8,000 here against 16,000 at the earlier default of 1/8 of the window): on
-# all 323 sessions imported from the shared Aider histories, billed prompt tokens 0.46 of plain
-# Aider (was 0.52) with the same probes answered (94/97); the bundled replays are unchanged but
-# for ask-research (0.84 from 0.98); on three LoCoMo conversations billed 0.63 (was 0.92) while
-# probes at distance >= 40 fall from 0.90 to 0.81, because more of them must come back through
-# recall.
+# and honours the flag an Aider user already knows. Measured against the earlier default (1/8 of
+# the window) on real and replayed sessions: decision 093.
 MIN_BUDGET = 2048
 
 _PASSIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("gardener_passive", default=False)
@@ -173,12 +169,12 @@ class GardenerSession:
     store_failed: bool = False
     rag_ids: list[str] = field(default_factory=list)
     session_id: str = field(default_factory=lambda: _new_session_id())
-    continuity: Any = None  # Continuity (continuity.py), made on first use
+    continuity: Any = None  # Continuity, made on first use by ``continuity.keeper``
     coder: Any = None  # the latest gardened coder (for the exit checkpoint)
     exit_hooked: bool = False
     exit_codes: dict[str, int] = field(default_factory=dict)  # command -> status, for ingest
     pending: dict[str, MessageMeta] = field(default_factory=dict)  # entry id -> record (busy)
-    _refiner: Any = None
+    refiner: Any = None  # Refiner, made on first use by ``refine.refiner``
 
     def attach(self, coder: Any) -> None:
         """A gardened coder became the active one (start, or a mode switch)."""
@@ -187,26 +183,6 @@ class GardenerSession:
         if not self.exit_hooked:
             self.exit_hooked = True
             atexit.register(self.close)
-
-    @property
-    def facts(self) -> Any:
-        """The session's ``FactTracker`` (its ``book`` holds the facts)."""
-        return self.keeper().tracker
-
-    def refiner(self) -> Any:
-        """``--gardener-llm-refine``'s background worker (refine.py), made on first use."""
-        if self._refiner is None:
-            from .refine import Refiner
-
-            self._refiner = Refiner(self)
-        return self._refiner
-
-    def keeper(self) -> Any:
-        if self.continuity is None:
-            from .continuity import Continuity
-
-            self.continuity = Continuity(self)
-        return self.continuity
 
     # -- safety --------------------------------------------------------------------------------
 
@@ -418,3 +394,73 @@ def window_of(coder: Any) -> int:
         return int(coder.main_model.info.get("max_input_tokens") or 0)
     except Exception:  # noqa: BLE001
         return 0
+
+
+# -- messages: what several steps do to a message or ask of the model -------------------------
+
+
+def model_name(coder: Any) -> str:
+    try:
+        return coder.main_model.name
+    except Exception:  # noqa: BLE001
+        return "gpt-4o"
+
+
+def swap(session: GardenerSession, lst: list, index: int, meta: MessageMeta, state: str) -> None:
+    """Put a new dict with the text for ``state`` in the slot; the old dict, which another list
+    or a pending request may still hold, is never changed."""
+    original = redact(meta.original) if meta.secret else meta.original
+    text = {"full": original, "summary": meta.summary}.get(state)
+    if text is None:
+        text = reference_text(meta)
+    new = dict(lst[index])
+    new["content"] = text
+    lst[index] = new
+    session.rekey(meta, new)
+    meta.state = state
+
+
+def reference_text(meta: MessageMeta) -> str:
+    """Tier 2: one line that says what was here and how to get it back."""
+    what = {
+        "prompt": "your earlier message",
+        "reply": "my earlier reply",
+        "tool": f"output of `{redact(meta.command)}`" if meta.command else "command output",
+        "notice": "aider notice",
+        "recall": "recalled context",
+    }.get(meta.kind, "earlier message")
+    first = _first_line(meta.summary if meta.state == "summary" else meta.original)
+    return (
+        f"[{what}, {meta.cls}, {meta.tokens_full:,} tokens: {first}]\n"
+        f"[full output stored: id={meta.entry_id}]"
+    )
+
+
+def _first_line(text: str, limit: int = 100) -> str:
+    for line in text.splitlines():
+        line = redact(line.strip())  # before the clip, which could leave half a key unseen
+        if line and not line.startswith("[full output stored"):
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return "…"
+
+
+_FRAMING: dict[str, int] = {}  # model name -> tokens a message adds beyond its text
+
+
+def framing(coder: Any) -> int:
+    """Tokens Aider's count of a request adds to each message beyond its text (role and
+    separators: 4 for OpenAI's tokenizers). Eviction counts them too, so its history is the
+    number ``/tokens`` and ``/context-pressure`` show, not one a few tokens a message lower."""
+    model = getattr(coder, "main_model", None)
+    name = getattr(model, "name", None)
+    if model is None or not callable(getattr(model, "token_count", None)):
+        return 0
+    if name in _FRAMING:
+        return _FRAMING[name]
+    probe = [dict(role="user", content="x")]
+    try:
+        n = int(model.token_count(probe)) - int(model.token_count([])) - int(model.token_count("x"))
+    except Exception:  # noqa: BLE001 - a model without a message count: text only
+        n = 0
+    _FRAMING[name] = n = max(0, n)
+    return n

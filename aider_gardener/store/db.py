@@ -1,63 +1,18 @@
 """The store: one SQLite file per project holding every original the gardener compressed.
 
-Layout and safety
-    ``<git root>/.aider.gardener/store.sqlite`` or wherever ``--gardener-store PATH`` points (a
-    directory, or a ``*.sqlite``/``*.db`` file). The folder is created 0700 and the file 0600:
-    originals can hold secrets a command printed. The folder holds a ``.gitignore`` of ``*``
-    (``protect_folder``): Aider's ``.aider*`` entry is missing under ``--no-gitignore`` or when
-    its offer was declined, and ``git add -A`` would then commit the store and checkpoints.
-    WAL journal, ``synchronous=NORMAL`` (a committed entry survives the process being killed; only
-    an OS crash can lose the last few), short ``BEGIN IMMEDIATE`` transactions retried while
-    another process writes, so two Aider processes on one project both write without a lock
-    error. WAL checkpoints run in a background thread on their own connection, so their
-    copy-and-fsync stays out of ingest's latency. The schema is versioned with ``PRAGMA
-    user_version`` and migrated in order.
+``<git root>/.aider.gardener/store.sqlite`` (or ``--gardener-store``), the folder 0700 with a
+``.gitignore`` of ``*`` and the file 0600: originals can hold secrets a command printed. WAL and
+short ``BEGIN IMMEDIATE`` transactions, so two Aider processes on one project both write; a store
+another process keeps locked costs one wait per turn, and entries that could not be written then
+wait in memory for ``flush_unwritten``. It never crashes the host: a corrupt file is set aside and
+salvaged (``salvage.py``), an unwritable one opens read-only, a locked or newer one degrades to a
+private in-memory store, and every public method logs one line and returns a neutral value.
 
-Never crash the host
-    A file that is not a database or fails ``quick_check`` is moved aside to
-    ``store.sqlite.corrupt-<time>`` and what can still be read of it is copied into a fresh store
-    (``salvage.py``). A file that cannot be written (read-only, disk full) is opened read-only:
-    recall still reads it, new entries are not kept. A store another process keeps locked at
-    open, or one written by a newer gardener, degrades to a private in-memory store for this
-    session (without vectors: the vector folder belongs to whoever holds the store). Every
-    public method logs one clear line on an internal error and returns a neutral value
-    (``ingest`` then returns an ``Entry`` with ``stored=False`` and ``not_stored`` saying why:
-    its summary cites an id that cannot be recalled, so the caller must say so).
-
-A busy store costs one wait per turn
-    A write that finds another process holding the lock waits up to ``busy_timeout`` once; after
-    that the store counts as busy until the caller's next turn (``new_turn``) or a write that
-    succeeds, and every read or write tries once without waiting (Aider went from 10-35 s and
-    8-10 "failed" lines per turn to one wait and one line). Entries that could not be written
-    then are kept in memory and written by ``flush_unwritten`` once the lock is free. The
-    connection's own busy handler waits only ``SQLITE_SLICE``: a longer wait happens in the
-    retry loop with the store's lock released, so a background thread waiting for another
-    process never holds up the foreground.
-
-Identity and sessions
-    An entry's id is ``pipeline.entry_id(original)``: content addressed, so the handle printed in
-    a summary stays valid forever and the same output ingested twice is one entry. Re-ingesting
-    in the same session returns the existing entry (its access time refreshed, ``seen`` counted).
-    Across sessions the entry is shared, not copied: it keeps its first session as
-    ``session_id`` (provenance) and is linked to the new session in ``entry_sessions``, which is
-    what ``scope="session"`` filters on. Re-ingesting an expired entry revives it: the text is live
-    in the conversation again, so its handle must resolve. An entry the user forgot stays
-    forgotten (its handle still resolves through ``get``, which says so); ``forget`` also hides
-    every stored copy of it, and ``restore`` brings them all back.
-
-Full-text search
-    FTS5 external-content table over original, summary, source path and ``terms`` (the words
-    inside camelCase identifiers), kept in sync by triggers. Tokenizer ``porter unicode61
-    remove_diacritics 2``: unicode61 splits snake_case, paths and ``pkg.mod`` on punctuation, and
-    a quoted query term becomes a phrase, so ``get_entries`` and ``db.py:12`` match exactly
-    those adjacent tokens while ``entries`` alone still finds ``get_entries``; porter makes
-    "painted" find "painting" in prose. Measured with this module's query builder, FTS5 alone:
-    LoCoMo questions (495 with evidence) recall@5 is 0.604 with porter, 0.572 with plain
-    unicode61 or ``tokenchars '_'``, 0.584 with trigram; 400 identifier/path/error-code queries
-    over 30-line windows of the real tool outputs put a window containing the query first 99.8%
-    of the time with porter or plain unicode61, 100% with trigram, 87.3% with ``tokenchars
-    '_'`` (a whole-token index cannot match the query's parts). Every query term is quoted, so
-    FTS5 syntax typed by a user is just text.
+Ids are content addressed (``pipeline.entry_id``), so a handle printed in a summary stays valid
+and the same output ingested twice is one entry, linked to every session that met it. Full text
+is FTS5 (``porter unicode61``) over the original, summary, path, the words inside identifiers
+and a conversation turn's context; every query term is quoted, so user input is just text.
+Design and measurements: docs/decisions/081-full-text-search.md and 082-sqlite-store.md.
 """
 
 from __future__ import annotations
@@ -80,6 +35,14 @@ from .. import offline  # noqa: F401  (before tiktoken/chromadb load)
 from ..preload import preload
 from ..types import CompressionResult, CompressOptions, ContentClass, Source
 from . import priority
+from .query import (
+    CONVERSATION_CLASSES,
+    PREVIOUS_TURN_WINDOW,
+    build_match,
+    query_terms,
+    quote_term,
+)
+from .salvage import salvage
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +56,7 @@ SCHEMA_VERSION = 3
 QUICK_CHECK_MAX_BYTES = 64 << 20
 DEFAULT_BUSY_TIMEOUT = 5.0
 # What SQLite's own busy handler waits per attempt once the store is open; longer waits happen in
-# ``_write``'s loop with the store's lock released between attempts (see the module docstring).
+# ``_write``'s loop with the store's lock released between attempts (decision 082).
 SQLITE_SLICE = 0.05
 # Entries a busy store could not write, kept for ``flush_unwritten``: bounded, as a lock held
 # all day must not grow the process without end (the oldest are then given up, and said so).
@@ -106,35 +69,16 @@ OWN_NAMES = re.compile(
     r"^(?:store\.sqlite.*|[^/]*\.(?:sqlite3?|db)(?:-wal|-shm|-journal|\.corrupt-.*)?|chroma"
     r"|chroma\.lock|checkpoints|shown|models|embedding-model|\.embedding-model\..*|\.gitignore)$"
 )
-# WAL checkpoints (copying the log back into the database, with an fsync) are what made ingest's
-# slowest 5% slow (p95 of the write 25-30 ms instead of 9-14 ms). They run in a background
-# thread on its own connection instead, which SQLite allows concurrently with writers; the
-# inline auto-checkpoint stays as a bound (40 MB) in case that thread falls behind.
+# WAL checkpoints run in a background thread (they made ingest's slowest writes slow, decision
+# 082); the inline auto-checkpoint stays as a bound (40 MB) in case that thread falls behind.
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 WAL_SIZE_LIMIT = 16 << 20  # truncate the -wal file back to this after a checkpoint
 CHECKPOINT_COALESCE = 0.25  # seconds: one checkpoint for a burst of ingests
 FTS_WEIGHTS = (1.0, 0.75, 2.0, 0.5, 1.0)  # original, summary, path, terms, context
-# A conversation turn is indexed (full text and its first chunk's vector, never its summary or
-# what recall shows) together with the turn it answers: a reply often shares no word with a
-# question about what it replies to ("It was awesome!" after "how was the concert?"), and a
-# "yes, do that" prompt none with the proposal it accepts. Measured on LoCoMo
-# (``bench/locomo_recall.py``), turns alone: hybrid recall@5 0.659 without, 0.751 with it; on the
-# LoCoMo replays (``bench run``, real Aider sessions) probe recall@5 rose from 0.61-0.70 to
-# 0.72-0.80. That evaluation used to write the previous turn into each turn by hand (0.768); the
-# store now does it for every session. Capped so a pasted 100 kB prompt does not become every
-# reply's index.
-CONVERSATION_CLASSES = frozenset({"prose", "prompt"})  # conversation turns
 CONTEXT_CHARS = 1000
 # The embedded share is shorter: the vector of a one-line turn should stay mostly about that
-# turn, and embedding cost grows with length. On LoCoMo 400 characters recall as well as 1,000
-# (hybrid @5 0.749; 200: 0.747); on real Aider chat (the drain benchmark's messages) embedding
-# the context costs ~15 % of the drain rate at 400 and a little more at 1,000.
+# turn, and embedding cost grows with length (measured: decision 080).
 EMBED_CONTEXT_CHARS = 400
-# How far back (in ingests, all sessions) the previous turn of a session is looked for, here and
-# by recall's reply credit: bounds the lookup when other sessions wrote in between, or when an
-# entry is its session's first.
-PREVIOUS_TURN_WINDOW = 64
-MAX_QUERY_TERMS = 24
 # ``deleted_reason`` of an entry the user forgot, and of an entry hidden as a copy of one
 # (``copy:<id>``); maintenance's TTL expiry writes 'ttl'.
 FORGOTTEN = "forget"
@@ -162,7 +106,7 @@ _V1 = (
     # rowids of a table without an INTEGER PRIMARY KEY, which would silently detach the index.
     # Column order matters: SQLite reaches a column by walking the row's overflow-page chain,
     # so the small columns every query filters on come first and the large texts last (with
-    # them first, checking ``active`` on a 600 kB log read all of it: 5 ms per 50-row lookup).
+    # them first, a filter on ``active`` read whole logs: decision 081).
     """CREATE TABLE entries(
         id TEXT PRIMARY KEY,
         seq INTEGER NOT NULL UNIQUE,
@@ -376,89 +320,6 @@ def _entry(row: Sequence[Any]) -> Entry:
     return Entry(**values)
 
 
-# --- FTS5 query building ----------------------------------------------------------------------
-
-# A compact English list: scikit-learn's would do, but importing it costs ~0.9 s.
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each else ever few
-    for from further had has have having he her here hers herself him himself his how i if in
-    into is it its itself just me more most my myself no nor not now of off on once only or other
-    our ours ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    s t d ll m re ve y also get got let lets may might must shall us one ones much many way
-    tell say said like know think really yes yeah oh ok okay""".split()
-)
-_QUERY_TOKEN = re.compile(r"[^\W_](?:[\w./:\\-]*[^\W_])?")
-_PART_SPLIT = re.compile(r"[/:\\]+")
-_WORD_SPLIT = re.compile(r"[_.\-]+")
-_CAMEL_QUERY = re.compile(r"[a-z0-9][A-Z]")
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def query_terms(query: str) -> list[str]:
-    """The terms an FTS5 query ORs together: every word of the query that is not a stopword,
-    compound tokens (paths, identifiers, ``file.py:12``) whole *and* by their parts (so a
-    relative path or half an identifier still matches), camelCase also as separate words."""
-    terms: dict[str, None] = {}
-
-    def add(term: str) -> None:
-        if len(terms) < MAX_QUERY_TERMS and term and term not in terms:
-            terms[term] = None
-
-    for m in _QUERY_TOKEN.finditer(query or ""):
-        if len(terms) >= MAX_QUERY_TERMS:
-            break  # a pasted 100 kB message: the rest could not add a term
-        token = m.group(0)
-        low = token.lower()
-        plain = token.isalnum()
-        if plain:
-            if low in STOPWORDS or (len(token) < 2 and not token.isdigit()):
-                continue
-            add(token)
-        else:
-            add(token)
-            for part in _PART_SPLIT.split(token):
-                if part and part != token and len(part) >= 2:
-                    add(part)
-                for word in _WORD_SPLIT.split(part):
-                    if len(word) >= 3 and word.lower() not in STOPWORDS and not word.isdigit():
-                        add(word)
-        if _CAMEL_QUERY.search(token):
-            words = priority.camel_terms(token)
-            if words:
-                add(words.split("\n")[0])
-    return list(terms)
-
-
-def query_stems(query: str) -> list[str]:
-    """``query_terms`` lower-cased, with a crude stem for longer words: FTS5's porter matched
-    "failing" for "failed", and a preview of the matching lines should show that line too."""
-    out: list[str] = []
-    for term in query_terms(query):
-        low = term.lower()
-        out.append(low)
-        if low.isalpha() and len(low) >= 5:
-            for suffix in ("ing", "ed", "es", "s"):
-                if low.endswith(suffix) and len(low) - len(suffix) >= 4:
-                    out.append(low[: -len(suffix)])
-                    break
-    return list(dict.fromkeys(out))
-
-
-def build_match(query: str) -> str | None:
-    """An FTS5 MATCH expression that cannot raise: each term quoted (FTS5 operators, quotes,
-    ``*``, ``:``, ``-``, ``NEAR(`` become plain text), terms ORed so a natural-language question
-    matches entries sharing any of its content words, BM25 ranking those sharing most first.
-    None when the query has no searchable word."""
-    terms = query_terms(query)
-    return " OR ".join(_quote(t) for t in terms) if terms else None
-
-
 # --- Locations --------------------------------------------------------------------------------
 
 
@@ -615,9 +476,9 @@ class Store:
     ``location``: a folder or sqlite file (``--gardener-store``); default ``.aider.gardener``
     under the git root of ``root``. ``":memory:"`` gives a private store (tests, degraded mode).
     ``scope``: what recall and the pressure report see, this ``"session"`` or the whole
-    ``"project"`` (earlier sessions included). ``vectors``: open B's vector index and embedding
-    worker (False for the store core alone). ``maintenance_interval``: seconds between background
-    maintenance runs; None to run none (``maintenance.run_once`` can still be called).
+    ``"project"`` (earlier sessions included). ``vectors``: open the vector index and embedding
+    worker (False for the store core alone). Background maintenance is started by its caller
+    (``maintenance.start``), which attaches it so that ``close`` stops it.
     """
 
     def __init__(
@@ -632,7 +493,6 @@ class Store:
         model: str = "gpt-4o",
         project_root: str | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-        maintenance_interval: float | None = None,
     ) -> None:
         if scope not in ("session", "project"):
             raise ValueError(f"scope must be 'session' or 'project', not {scope!r}")
@@ -654,7 +514,7 @@ class Store:
         self._unwritten_lock = threading.Lock()
         self.vectors: Any = None
         self._worker: Any = None
-        self._maintenance: Any = None
+        self._attached: list[Any] = []  # helpers close() stops first (maintenance)
         self._checkpointer: _Checkpointer | None = None
         self._warned: set[str] = set()
         self._hidden: frozenset[str] | None = None  # hidden_ids() cache
@@ -674,15 +534,13 @@ class Store:
         if self.path is not None and self.degraded is None:
             self._checkpointer = _Checkpointer(self.path, self.busy_timeout)
             self._checkpointer.start()
-            self._guard(
+            self.guard(
                 "open",
                 None,
                 lambda: self._read(
                     lambda c: c.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
                 ),
             )
-        if maintenance_interval and self.read_only is None:
-            self.start_maintenance(maintenance_interval)
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -882,8 +740,6 @@ class Store:
                 self.path,
             )
             return
-        from .salvage import salvage
-
         try:
             self.salvaged = salvage(target, self)
             saved = self.salvaged.summary()
@@ -905,12 +761,12 @@ class Store:
 
             index = vectors_mod.open_index(self.dir, chroma_url)
         except Exception as err:  # noqa: BLE001 - a missing extra must not stop the store
-            self._warn_once("vectors", f"gardener: vector search unavailable ({err}); FTS5 only")
+            self.warn_once("vectors", f"gardener: vector search unavailable ({err}); FTS5 only")
             return
         if index is None:
             return
         self.vectors = index
-        switched = self._guard("model", None, self._follow_model)
+        switched = self.guard("model", None, self._follow_model)
         try:
             from .worker import EmbeddingWorker
 
@@ -919,7 +775,7 @@ class Store:
                 self._worker._note(switched)
             self._worker.start()
         except Exception as err:  # noqa: BLE001
-            self._warn_once("worker", f"gardener: embedding worker failed to start ({err})")
+            self.warn_once("worker", f"gardener: embedding worker failed to start ({err})")
             self._worker = None
 
     def _follow_model(self) -> str | None:
@@ -963,16 +819,16 @@ class Store:
                 (self.session_id, now, now, os.getpid(), socket.gethostname(), os.getcwd()),
             )
 
-        self._guard("session", None, lambda: self._write(step))
+        self.guard("session", None, lambda: self._write(step))
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _warn_once(self, key: str, message: str) -> None:
+    def warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
             log.warning(message)
 
-    def _guard(self, what: str, default: T, fn: Callable[[], T]) -> T:
+    def guard(self, what: str, default: T, fn: Callable[[], T]) -> T:
         """Run a public operation; an internal failure becomes one log line and ``default``. A
         busy or read-only store was said once already (the busy line, the open line): its
         failures are silent here, or every skipped step would add a line of its own."""
@@ -983,7 +839,7 @@ class Store:
         except (StoreBusy, StoreReadOnly):
             return default
         except Exception as err:  # noqa: BLE001 - the gardener must never crash the host
-            self._warn_once(
+            self.warn_once(
                 what, f"gardener: store {what} failed ({type(err).__name__}: {err}); continuing"
             )
             return default
@@ -1140,7 +996,7 @@ class Store:
         try:
             result = compress(data, source, opts, forced)
         except Exception as err:  # noqa: BLE001 - pipeline promises not to raise; belt and braces
-            self._warn_once("compress", f"gardener: compression failed ({err}); storing verbatim")
+            self.warn_once("compress", f"gardener: compression failed ({err}); storing verbatim")
             result = _verbatim(data, forced)
         entry = self._new_entry(result, data, source, tool, pinned, ttl)
         if self._closed:
@@ -1163,7 +1019,7 @@ class Store:
                 return entry
             problem = write_problem(err)
             entry.not_stored = problem or "error"
-            self._warn_once(
+            self.warn_once(
                 "ingest",
                 f"gardener: could not store entry {entry.id}"
                 f" ({describe_problem(problem, self.path, err)}); its original is not kept",
@@ -1191,7 +1047,7 @@ class Store:
                 eid, item = self._unwritten.popitem(last=False)
                 self._unwritten_bytes -= item[-1]
                 self._unwritten_dropped.append(eid)
-                self._warn_once(
+                self.warn_once(
                     "unwritten",
                     f"gardener: the store stayed locked while over {MAX_UNWRITTEN_BYTES >> 20} MB"
                     " waited to be written; the oldest entries are given up (their summaries"
@@ -1219,7 +1075,7 @@ class Store:
                 break
             except Exception as err:  # noqa: BLE001 - e.g. the disk filled meanwhile
                 problem = write_problem(err)
-                self._warn_once(
+                self.warn_once(
                     "ingest",
                     f"gardener: could not store entry {entry.id}"
                     f" ({describe_problem(problem, self.path, err)}); its original is not kept",
@@ -1274,7 +1130,7 @@ class Store:
 
             return chunk(text, cls)
         except Exception as err:  # noqa: BLE001 - B's chunker missing or failing: one chunk
-            self._warn_once("chunking", f"gardener: chunking failed ({err}); one chunk per entry")
+            self.warn_once("chunking", f"gardener: chunking failed ({err}); one chunk per entry")
             return [text] if text.strip() else []
 
     def _insert(
@@ -1398,7 +1254,7 @@ class Store:
             row = c.execute(_SELECT_ENTRY + " WHERE id = ?", (entry_id,)).fetchone()
             return _entry(row) if row else None
 
-        return self._guard("lookup", None, lambda: self._read(q))
+        return self.guard("lookup", None, lambda: self._read(q))
 
     def get_entries(self, ids: Sequence[str]) -> dict[str, Entry]:
         """Entries recall may show: active and within scope. Ids not returned were forgotten,
@@ -1407,7 +1263,7 @@ class Store:
         scope_sql, scope_args = self._scope_sql("entries")
 
         # "+active": without the unary plus SQLite may pick the (active, priority) index and
-        # scan every active row instead of looking up the ids (measured 38 ms vs 0.1 ms at 10k).
+        # scan every active row instead of looking up the ids (decision 081).
 
         def q(c: sqlite3.Connection) -> dict[str, Entry]:
             out: dict[str, Entry] = {}
@@ -1421,7 +1277,7 @@ class Store:
                     out[row[0]] = _entry(row)
             return out
 
-        return self._guard("lookup", {}, lambda: self._read(q)) if ids else {}
+        return self.guard("lookup", {}, lambda: self._read(q)) if ids else {}
 
     def list_entries(
         self,
@@ -1446,7 +1302,7 @@ class Store:
             + f" ORDER BY {order_sql} LIMIT ?"
         )
         args = [*args, *scope_args, int(limit)]
-        return self._guard(
+        return self.guard(
             "lookup", [], lambda: [_entry(r) for r in self._read(lambda c: c.execute(sql, args))]
         )
 
@@ -1459,8 +1315,8 @@ class Store:
 
         Two steps: the best ``2 * limit + 10`` rows from the FTS5 index alone, then the filters
         on just those; only when the filters drop too many (a class filter, session scope) is
-        the index joined to the entries in full. Joining every match first doubled the cost
-        (4.1 vs 1.9 ms median at 10,000 entries, where a typical query matches ~1,300)."""
+        the index joined to the entries in full: joining every match first doubled the cost
+        (decision 081)."""
         match = build_match(query)
         if match is None or limit <= 0:
             return []
@@ -1502,27 +1358,7 @@ class Store:
                 return ranked[:limit]
             return [(i, -s) for i, s in c.execute(full_sql, (match, *filter_args, int(limit)))]
 
-        return self._guard("search", [], lambda: self._read(q))
-
-    def recall(
-        self,
-        query: str,
-        classes: Sequence[str] | None = None,
-        limit: int = 5,
-        full: bool = False,
-        mode: str = "hybrid",
-        rerank: bool | None = None,
-    ) -> list[Any]:
-        """Hybrid recall (FTS5 + vectors, see ``recall.recall``); ``RecallHit`` list. ``mode``
-        "fts" skips the vectors (e.g. while the embedding model is still loading); ``rerank``
-        True for an explicit recall (``store/rerank.py``)."""
-
-        def run() -> list[Any]:
-            from .recall import recall as hybrid_recall
-
-            return hybrid_recall(self, query, classes, limit, full, mode=mode, rerank=rerank)
-
-        return self._guard("recall", [], run)
+        return self.guard("search", [], lambda: self._read(q))
 
     def touch(self, ids: Sequence[str]) -> None:
         """Refresh last access (a full recall): the entry counts as fresh again."""
@@ -1539,7 +1375,7 @@ class Store:
                 )
                 self._rescore(c, now, f"id IN ({marks})", tuple(batch))
 
-        self._guard("touch", None, lambda: self._write(step))
+        self.guard("touch", None, lambda: self._write(step))
 
     # -- embedding queue (for the worker) ------------------------------------------------------
 
@@ -1558,7 +1394,7 @@ class Store:
                 )
             )
 
-        return self._guard("queue", [], lambda: self._read(q))
+        return self.guard("queue", [], lambda: self._read(q))
 
     def mark_chunks(self, chunk_ids: Sequence[str], state: int) -> None:
         """1 = indexed, -1 = failed (not retried), 0 = pending again."""
@@ -1573,10 +1409,10 @@ class Store:
                 )
 
         if ids:
-            self._guard("queue", None, lambda: self._write(step))
+            self.guard("queue", None, lambda: self._write(step))
 
     def pending_count(self) -> int:
-        return self._guard(
+        return self.guard(
             "queue",
             0,
             lambda: self._read(
@@ -1588,7 +1424,7 @@ class Store:
         """Embed every pending chunk now (tests, benchmarks); 0 without a vector worker."""
         if self._worker is None:
             return 0
-        return self._guard("drain", 0, lambda: self._worker.drain(timeout))
+        return self.guard("drain", 0, lambda: self._worker.drain(timeout))
 
     # -- lifecycle of entries ------------------------------------------------------------------
 
@@ -1601,7 +1437,7 @@ class Store:
                 self._rescore(c, now, "id = ?", (entry_id,))
             return changed
 
-        return self._guard(what, False, lambda: self._write(step))
+        return self.guard(what, False, lambda: self._write(step))
 
     def forget(self, entry_id: str) -> bool:
         """Soft delete the entry and every copy of it (see ``copies_of``): recall, and with them
@@ -1634,7 +1470,7 @@ class Store:
             self._hidden = None
             return True
 
-        return self._guard("forget", False, lambda: self._write(step))
+        return self.guard("forget", False, lambda: self._write(step))
 
     def restore(self, entry_id: str) -> bool:
         """Undo ``forget`` (the copies it hid come back with it) or TTL expiry; the entry counts
@@ -1660,11 +1496,11 @@ class Store:
                 self._hidden = None
             return changed
 
-        return self._guard("restore", False, lambda: self._write(step))
+        return self.guard("restore", False, lambda: self._write(step))
 
     def copies_of(self, entry_id: str) -> list[str]:
         """Ids ``forget(entry_id)`` hid along with it."""
-        return self._guard(
+        return self.guard(
             "lookup",
             [],
             lambda: [
@@ -1685,7 +1521,7 @@ class Store:
         ranking when this one next does, and ``get_entries`` filters those meanwhile."""
         hidden = self._hidden
         if hidden is None:
-            hidden = self._guard(
+            hidden = self.guard(
                 "lookup",
                 frozenset(),
                 lambda: frozenset(
@@ -1715,7 +1551,7 @@ class Store:
         terms = query_terms(needle)
         if not terms:
             return []
-        match = " AND ".join(_quote(t) for t in terms)
+        match = " AND ".join(quote_term(t) for t in terms)
         return [
             r[0]
             for r in c.execute(
@@ -1775,7 +1611,7 @@ class Store:
                 self._rescore(c, now, f"id IN ({marks})", tuple(batch))
             return len(hit)
 
-        return self._guard("reference", 0, lambda: self._write(step))
+        return self.guard("reference", 0, lambda: self._write(step))
 
     def mark_file_edited(self, path: str) -> int:
         """Call after an edit to ``path`` was applied successfully: earlier errors that name
@@ -1808,7 +1644,7 @@ class Store:
                 self._rescore(c, now, "id = ?", (eid,))
             return len(hit)
 
-        return self._guard("resolve", 0, lambda: self._write(step))
+        return self.guard("resolve", 0, lambda: self._write(step))
 
     # -- counters and sessions -----------------------------------------------------------------
 
@@ -1823,11 +1659,11 @@ class Store:
     def bump(self, key: str, n: float = 1) -> None:
         """Add ``n`` to this session's counter ``key`` (e.g. recalls, tokens saved)."""
         now = time.time()
-        self._guard("counter", None, lambda: self._write(lambda c: self._bump(c, key, n, now)))
+        self.guard("counter", None, lambda: self._write(lambda c: self._bump(c, key, n, now)))
 
     def counters(self, session_id: str | None = None) -> dict[str, float]:
         sid = session_id or self.session_id
-        return self._guard(
+        return self.guard(
             "counter",
             {},
             lambda: dict(
@@ -1851,11 +1687,11 @@ class Store:
             names = ("id", "started", "last_seen", "pid", "host", "cwd", "entries")
             return [dict(zip(names, row)) for row in cur]
 
-        return self._guard("sessions", [], lambda: self._read(q))
+        return self.guard("sessions", [], lambda: self._read(q))
 
     def heartbeat(self) -> None:
         now = time.time()
-        self._guard(
+        self.guard(
             "session",
             None,
             lambda: self._write(
@@ -1865,26 +1701,18 @@ class Store:
             ),
         )
 
-    # -- reports and maintenance -----------------------------------------------------------------
-
-    def context_pressure(self, limit: int = 5, budget: int | None = None) -> dict[str, Any]:
-        from .pressure import context_pressure
-
-        return self._guard("pressure", {}, lambda: context_pressure(self, limit, budget))
-
-    def start_maintenance(self, interval: float) -> None:
-        from .maintenance import Maintenance
-
-        if self._maintenance is None:
-            self._maintenance = Maintenance(self, interval)
-            self._maintenance.start()
+    def attach(self, helper: Any) -> None:
+        """Stop ``helper`` (its ``stop()``) when the store closes, before the store's own threads:
+        background work started on this store by a layer above it (maintenance)."""
+        self._attached.append(helper)
 
     def close(self) -> None:
         if self._closed:
             return
         if self._unwritten or self._unwritten_dropped:
             self._close_unwritten()
-        for helper in (self._maintenance, self._worker, self.vectors, self._checkpointer):
+        helpers = [*reversed(self._attached), self._worker, self.vectors, self._checkpointer]
+        for helper in helpers:
             if helper is not None:
                 try:
                     (helper.stop if hasattr(helper, "stop") else helper.close)()
@@ -1999,26 +1827,3 @@ def _verbatim(data: str | bytes, cls: ContentClass | None) -> CompressionResult:
     text = data if isinstance(data, str) else decode(data).text
     n = count_tokens(text)
     return CompressionResult(entry_id(text), cls or ContentClass.LOG, text, text, n, n, [])
-
-
-def open_store(
-    location: str | Path | None = None,
-    *,
-    root: str | Path | None = None,
-    scope: str = "project",
-    vectors: bool = True,
-    chroma_url: str | None = None,
-    maintenance_interval: float | None = 300.0,
-    **kwargs: Any,
-) -> Store:
-    """The store as Aider uses it: under the git root (or ``--gardener-store``), vectors and
-    embedding worker on, maintenance every five minutes."""
-    return Store(
-        location,
-        root=root,
-        scope=scope,
-        vectors=vectors,
-        chroma_url=chroma_url,
-        maintenance_interval=maintenance_interval,
-        **kwargs,
-    )

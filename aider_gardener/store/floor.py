@@ -9,16 +9,16 @@ its best chunk's cosine similarity to the query is at least ``SIMILARITY_FLOOR``
 meaning). Anything else (a vector neighbour below the floor, an entry credited by its reply
 alone, a full-text hit sharing one common word of a long query) is not shown and not injected.
 
-The floor is measured, not guessed: ``python -m bench.recall_floor`` scores true hits (LoCoMo
-evidence turns, answers of aider-history and tool-output probes) against the best hits of queries
-whose answer is not in the store (LoCoMo: the floor keeps 218 of the 226 evidence turns found in
-the top 5 and quiets 256 of 302 questions asked of the wrong conversation; 22 of 24 unrelated
-technical phrases get "No close match"). Table and choice: ``docs/benchmarks.md``.
+The floor is measured, not guessed (``python -m bench.recall_floor``, true hits against the best
+hits of queries whose answer is not stored): the table and the choice are in docs/benchmarks.md,
+"The relevance floor", and the method in docs/decisions/059-recall-floor-measurement.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .query import query_stems, query_terms
 
 SIMILARITY_FLOOR = 0.40
 MIN_TERM_SHARE = 0.5
@@ -26,11 +26,9 @@ SCAN_CHARS = 4_000_000  # of an original searched for the terms (as /recall's pr
 
 
 def term_share(query: str, text: str) -> float:
-    """The share of the query's search terms (crudely stemmed, ``db.query_stems``) that occur
+    """The share of the query's search terms (crudely stemmed, ``query.query_stems``) that occur
     in ``text``, case-insensitively; 0.0 for a query with no searchable word. A term and its
     stem count once."""
-    from .db import query_stems, query_terms
-
     terms = [t.lower() for t in query_terms(query)]
     if not terms:
         return 0.0

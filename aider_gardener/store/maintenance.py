@@ -21,12 +21,10 @@ import logging
 import sqlite3
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import priority
-
-if TYPE_CHECKING:
-    from .db import Store
+from .db import Store, StoreBusy, StoreReadOnly
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +36,7 @@ DEFAULT_INTERVAL = 300.0
 FIRST_RUN_DELAY = 5.0  # after start-up, not during it
 
 
-def expire(store: "Store", now: float | None = None) -> int:
+def expire(store: Store, now: float | None = None) -> int:
     """Soft-delete unpinned entries not accessed within their TTL. Returns how many."""
     now = time.time() if now is None else now
 
@@ -52,7 +50,7 @@ def expire(store: "Store", now: float | None = None) -> int:
     return store.write(step)
 
 
-def purge(store: "Store", now: float | None = None, after: float = PURGE_AFTER) -> list[str]:
+def purge(store: Store, now: float | None = None, after: float = PURGE_AFTER) -> list[str]:
     """Hard-delete entries soft-deleted more than ``after`` seconds ago, with their chunks,
     search keys, session links and vectors. Returns their ids."""
     now = time.time() if now is None else now
@@ -87,7 +85,7 @@ def purge(store: "Store", now: float | None = None, after: float = PURGE_AFTER) 
     return ids
 
 
-def rescore(store: "Store", now: float | None = None) -> int:
+def rescore(store: Store, now: float | None = None) -> int:
     """Recompute every active entry's priority for time ``now``. Returns rows updated."""
     now = time.time() if now is None else now
     return store.write(
@@ -99,7 +97,7 @@ def rescore(store: "Store", now: float | None = None) -> int:
     )
 
 
-def free_space(store: "Store") -> tuple[int, int]:
+def free_space(store: Store) -> tuple[int, int]:
     """(free bytes, file bytes) of the main database."""
 
     def q(c: sqlite3.Connection) -> tuple[int, int]:
@@ -112,7 +110,7 @@ def free_space(store: "Store") -> tuple[int, int]:
 
 
 def vacuum_if_large(
-    store: "Store",
+    store: Store,
     min_free_bytes: int = VACUUM_MIN_FREE_BYTES,
     min_free_share: float = VACUUM_MIN_FREE_SHARE,
 ) -> bool:
@@ -130,12 +128,10 @@ def vacuum_if_large(
     return True
 
 
-def run_once(store: "Store", now: float | None = None) -> dict[str, Any]:
+def run_once(store: Store, now: float | None = None) -> dict[str, Any]:
     """One maintenance pass; each step is independent, so one failing does not stop the rest.
     A store another process keeps locked ends the pass quietly (the store said so once, and
     each step would wait again), as does a read-only one: the next pass tries again."""
-    from .db import StoreBusy, StoreReadOnly
-
     now = time.time() if now is None else now
     report: dict[str, Any] = {}
     steps = (
@@ -153,7 +149,7 @@ def run_once(store: "Store", now: float | None = None) -> dict[str, Any]:
             break
         except Exception as err:  # noqa: BLE001 - maintenance must never take the host down
             report[name] = None
-            store._warn_once(
+            store.warn_once(
                 f"maintenance:{name}",
                 f"gardener: store maintenance step {name!r} failed ({type(err).__name__}: {err})",
             )
@@ -164,7 +160,7 @@ class Maintenance:
     """The daemon thread that calls ``run_once`` every ``interval`` seconds until ``stop``."""
 
     def __init__(
-        self, store: "Store", interval: float = DEFAULT_INTERVAL, first_delay: float | None = None
+        self, store: Store, interval: float = DEFAULT_INTERVAL, first_delay: float | None = None
     ) -> None:
         self.store = store
         self.interval = float(interval)
@@ -194,3 +190,14 @@ class Maintenance:
     @property
     def alive(self) -> bool:
         return self._thread.is_alive()
+
+
+def start(store: Store, interval: float = DEFAULT_INTERVAL) -> Maintenance | None:
+    """Background maintenance every ``interval`` seconds, stopped when the store closes; None
+    for a store that cannot be written (read-only, or a degraded in-memory one has no file)."""
+    if store.read_only is not None or not interval:
+        return None
+    thread = Maintenance(store, interval)
+    store.attach(thread)
+    thread.start()
+    return thread

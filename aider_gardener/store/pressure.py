@@ -10,10 +10,9 @@ with the tokens their summaries occupy, because the summary is what sits in cont
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .db import Store
+from .db import Store
 
 # An eviction is worth recommending when it frees at least this share of the tracked summary
 # tokens and this many tokens in absolute terms (evicting 80 tokens is never worth a sentence).
@@ -24,7 +23,7 @@ POOR_RATIO = 0.70
 
 
 def context_pressure(
-    store: "Store", limit: int = 5, budget: int | None = None, scope: str | None = None
+    store: Store, limit: int = 5, budget: int | None = None, scope: str | None = None
 ) -> dict[str, Any]:
     """``{"entries", "tokens_original", "tokens_summary", "ratio", "saved", "by_class",
     "eviction_candidates", "recommendation", "scope", "session_id", "pinned",

@@ -1,88 +1,18 @@
 """Hybrid recall: full-text (FTS5 BM25) and vector (cosine) rankings fused into one.
 
-The two rankers fail differently. BM25 finds exact identifiers, paths and error strings that an
-embedding blurs (``E0432``, ``parse_config``), but misses a paraphrase ("the painting" for
-"painted a sunrise"); vectors find the paraphrase and miss the identifier. Reciprocal rank
-fusion (RRF, Cormack et al. 2009) combines them using ranks only, so BM25's unbounded scores and
-cosine's [-1, 1] need no calibration: an entry scores ``sum(w / (K + rank))`` over the rankings
-it appears in.
+The two rankers fail differently: BM25 finds the exact identifiers, paths and error strings an
+embedding blurs (``E0432``, ``parse_config``), vectors find the paraphrase ("the painting" for
+"painted a sunrise"). Reciprocal rank fusion uses ranks only, so BM25's unbounded scores and
+cosine's [-1, 1] need no calibration: an entry scores ``sum(w / (K + rank))``, with a small K
+and vectors weighted below BM25, because the two rankers are of unequal strength. The entry just
+before a candidate in its session then gets ``REPLY_CREDIT`` of its score (conversation turns
+only; ``via == "reply"``): a reply matches, the message it answers is the one asked about.
+Priority (at most +15 %) and recency (at most +5 %) break near-ties; an explicit recall
+(``rerank=True``) reads the fused top again token by token (``rerank.py``).
 
-K and the weights are measured, not copied. The paper's ``K = 60`` was tuned for fusing dozens
-of deep TREC runs; with two rankers of unequal strength it flattens the top of both lists, and
-on the LoCoMo evaluation (``bench/locomo_recall.py``, 495 questions) hybrid recall@5 was 0.68
-with K = 60 against 0.75 with K = 5, where BM25 is the stronger ranker and vectors weigh 0.6.
-Small K and unequal weights were better on both ways of importing the data we tried; nothing
-else about the data (no question, answer or evidence) shapes the ranking.
-
-Then the entry just before each candidate in its session gets ``REPLY_CREDIT`` (0.3) of that
-candidate's fused score: a message that matches is often the reply to the one that matters (an
-assistant's explanation after the test output it explains, "It was awesome!" after the question
-about the concert), and a reply's words point back at what it answers. Measured on LoCoMo
-(``bench/locomo_recall.py``): hybrid recall@1 0.368 -> 0.412, @5 0.748 -> 0.768, @10 0.851 ->
-0.859 (FTS5 alone @5 0.727 -> 0.739, vectors alone 0.547 -> 0.562). Crediting the *next* entry
-as well did not help (0.3 back and 0.1 forward: @5 0.770 but @1 0.396; forward alone
-lowered @1 to 0.29), so credit only flows backwards; capping the credit so that a message can
-never pass its reply lost the whole gain (@5 0.754), which is the point: the reply matched, the
-message it answers is the one asked about. Credit flows only between conversation turns
-(classes prose and prompt): a tool output or a file that happens to be ingested just before an
-error is not what the error answers, and crediting it pushed a code entry above the compiler
-error an identifier query named. An entry found only this way has ``via == "reply"``.
-
-Measured without a gain worth its cost (LoCoMo hybrid @5 replayed offline from the same
-rankings; 0.745 without and 0.768 with the reply credit; one question is 0.002): a second vector
-per turn for the turn alone, best chunk wins (0.747 / 0.766); a second BM25 ranking over the
-turn alone at weight 0.5 (0.762 / 0.764); BM25 over the turn with both neighbours (0.756); the
-vector query rewritten from a question to a statement ("When did X go to Y" -> "X go to Y":
-0.735; both vectors averaged: 0.739); rank-agreement (CombMNZ-style) weighting (0.772, noise);
-K of 3, 8 or 10 and vector weight 0.8 or 1.0 (0.762-0.766); summary column weight 0, 0.3 or 1.5
-in FTS5 (0.752-0.768: a short turn's summary is the turn itself); dropping query terms found
-in more than 10-50 % of the entries (0.735-0.772); the reply context indexed without the other
-speaker's name (0.768) or cut to 25 words (0.752).
-
-A second round (same replay, @5, baseline 0.768) found the ranking at a plateau, not a tuning
-miss: a separate K per ranker (FTS 2-10 x vectors 2-20, vector weight 0.6/1.0: 0.745-0.768);
-fusing normalised scores instead of ranks (z-score, max, min-max; 0.729-0.772); per-query
-weights from each ranker's confidence (top-score gap, top cosine: 0.764-0.772); pseudo-relevance
-feedback, Rocchio on the query vector (0.748-0.770) or RM3 terms as a third FTS5 ranking
-(0.762-0.770); vectors re-ranking the FTS5 candidates as a third ranking (0.735-0.770); query
-bigrams as FTS5 ``NEAR`` phrases (0.758); one vector per sentence, max or fused with the
-entry's (0.752-0.766); cosine smoothed over neighbouring turns (0.760-0.764); credit to the turn
-two back (0.768-0.770); demoting a candidate next to a better one (0.54-0.57: the neighbours
-*are* the evidence); ``CANDIDATES`` 100 (0.770); no priority/recency boost (0.768, unchanged:
-in the evaluation every turn has one class and was ingested within seconds). The ceiling of
-fusion itself: BM25's top 5 and the vectors' top 5 together (10 slots) hold an evidence turn
-for 0.828 of the questions, their top 3 + top 2 for 0.719. Reaching 0.80 at 5 needs a stronger
-ranker (a cross-encoder, a larger embedding model), not a different mix of these two.
-
-The figures above were measured with the evaluation writing each turn's previous turn into
-its text. The store now indexes every conversation turn with the turn it answers itself
-(``db.CONVERSATION_CLASSES``: an FTS5 column and the first chunk's embedding text, never what recall
-shows), so the evaluation passes turns alone, as Aider's messages arrive: hybrid @1/@5/@10
-0.384 / 0.751 / 0.853 (0.370 / 0.659 / 0.756 before; the reply credit still adds 0.727 -> 0.749
-at @5). Weighting that column 1.5-3x instead of 1x lowered @5 (0.737-0.741).
-
-An explicit recall (``/recall``; ``rerank=True``) then reads the fused top ``rerank.DEPTH``
-again, token by token (MaxSim over MiniLM's token states, ``store/rerank.py``), and fuses that
-rank with the first stage's: LoCoMo hybrid R@1/@5/@10 0.384 / 0.751 / 0.855 -> 0.410 / 0.796 /
-0.865 (float32 weights; 0.410 / 0.790 / 0.865 with the int8 weights sessions load since, the
-token states being more sensitive to them than the pooled vectors, whose hybrid row is
-unchanged); the LongMemEval derivative (session-level, 26 questions) stays at 0.962 at every k. It
-costs one MiniLM pass over ~20 short texts per query, so per-turn RAG does not use it (see that
-module for the trade-off and ``GARDENER_RERANK``).
-
-Then two mild multipliers, documented here because they change order:
-
-* priority: ``1 + PRIORITY_WEIGHT * min(priority, 150) / 100``, at most +15 %. Priority already
-  folds in class, recent access and references (``store/priority.py``); it breaks near-ties
-  toward what the user is more likely to want (an error over a log line). Near the top of the
-  fused list that is about one rank; relevance still decides.
-* recency: ``1 + RECENCY_WEIGHT * 0.5 ** (age / RECENCY_HALF_LIFE)`` on creation time, at most
-  +5 %: between two equally relevant entries the newer one is usually the current state.
-
-Vectors are searched per chunk (``store/chunking.py``) and each entry ranks by its best chunk,
-which is also returned as ``excerpt`` so a hit in a long log shows the part that matched.
-Entries that are not embedded yet are still found by FTS5; with no vector index, or one whose
-server went away, recall is FTS5 alone.
+Vectors are searched per chunk; an entry ranks by its best chunk, returned as ``excerpt``.
+Entries not embedded yet are still found by FTS5; with no vector index recall is FTS5 alone.
+Measurements and rejected alternatives: docs/decisions/080-hybrid-recall-fusion.md.
 """
 
 from __future__ import annotations
@@ -93,11 +23,12 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import rerank as reranking
-from .db import CONVERSATION_CLASSES, PREVIOUS_TURN_WINDOW
+from .db import Store
+from .query import CONVERSATION_CLASSES, PREVIOUS_TURN_WINDOW, RRF_K
 
 log = logging.getLogger(__name__)
 
-RRF_K = 5
+
 FTS_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.6
 PRIORITY_WEIGHT = 0.1
@@ -131,7 +62,7 @@ class RecallHit:
 
 
 def recall(
-    store: Any,
+    store: Store,
     query: str,
     classes: Sequence[str] | None = None,
     limit: int = 5,
@@ -145,11 +76,26 @@ def recall(
     (the evaluation compares them). ``full=True`` returns originals and refreshes the entries'
     last access, since the user is using them again. ``rerank=True`` marks an explicit recall
     (``/recall``, a tool call), which reads the fused top candidates again with ``rerank.py``
-    unless ``GARDENER_RERANK=off``; the per-turn path leaves it None (see ``rerank.py``)."""
+    unless ``GARDENER_RERANK=off``; the per-turn path leaves it None (see ``rerank.py``). An
+    internal failure is one log line and no hits (``Store.guard``): recall never stops a turn."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if limit <= 0 or not query or not query.strip():
         return []
+    return store.guard(
+        "recall", [], lambda: _recall(store, query, classes, limit, full, mode, rerank)
+    )
+
+
+def _recall(
+    store: Store,
+    query: str,
+    classes: Sequence[str] | None,
+    limit: int,
+    full: bool,
+    mode: str,
+    rerank: bool | None,
+) -> list[RecallHit]:
     wanted = [str(c) for c in classes] if classes else None
     n = max(CANDIDATES, 2 * limit)
     rankings: dict[str, list[str]] = {}
@@ -234,7 +180,7 @@ def _vector_ranking(
     worker = getattr(store, "_worker", None)
     if worker is not None and getattr(worker, "alive", False) and not index.ready:
         # The worker is still loading the model or opening chromadb (seconds): a query now
-        # would wait for it. Full text answers meanwhile (issue 15: first /recall <= 1 s).
+        # would wait for it. Full text answers meanwhile (a first /recall answers within 1 s).
         # Except when the model is loaded already (the session preloads it at start) and a
         # person asked: then only the collection is missing, because the store opened just now
         # (a /recall before the first message), and opening it here costs a fraction of a

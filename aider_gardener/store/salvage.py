@@ -1,27 +1,15 @@
 """Salvage: what a corrupt store still holds, copied into the fresh store that replaces it.
 
-One bad page (a disk error, a torn write when a machine lost power, a tool that wrote into the
-file) used to set the whole store aside, and every earlier entry dropped out of recall. Now the
-damaged file is still set aside byte for byte (``store.sqlite.corrupt-<time>``, db.py), and what
-can be read of it is copied into the fresh store first.
+One bad page (a disk error, a torn write, a tool that wrote into the file) used to set the whole
+store aside, and every earlier entry dropped out of recall. The damaged file is still set aside
+byte for byte (db.py), but what can be read of it is copied into the fresh store first: the
+output of ``sqlite3 FILE .recover`` when the shell can run it, then the damaged file itself row
+by row, so only the rows on a damaged page are lost. An entry found by both is copied once.
 
-Two sources, in this order; an entry found by both is copied once:
-
-* ``sqlite3 FILE .recover``, when the SQLite command-line shell is installed and built with the
-  page reader ``.recover`` needs (Debian's 3.40 is not: it fails, and only the next source is
-  used). It reads every page, so it also finds rows whose parent pages were lost; its output is
-  loaded into a scratch database that is then read like the damaged file.
-* The damaged file itself, row by row: rowids found by scanning forward, backward and through
-  an index (each stops at the first bad page), the gaps between them probed, and every row
-  fetched on its own, so only the rows on a damaged page are lost.
-
-Every entry copied must still hash to its id (ids are content addressed, ``pipeline.entry_id``):
-a damaged page whose bytes happen to parse is not copied as an entry. Tables without rowids
-(search keys, session links, counters, facts) are scanned in both directions. An entry whose
-chunks, keys or session link were lost gets them made again; remade chunks wait for the
-embedding worker (``embedded = 0``), surviving ones keep their state (their vectors are still in
-chromadb under the same ids). Rows go in through the fresh store's triggers, which builds the
-full-text index as they are copied.
+Every entry copied must still hash to its id (``pipeline.entry_id``): a damaged page whose bytes
+happen to parse is not copied as an entry. Lost chunks, keys and session links are made again
+(remade chunks wait for the embedding worker); rows go in through the fresh store's triggers,
+which rebuild the full-text index. Details: docs/decisions/083-corrupt-store-salvage.md.
 """
 
 from __future__ import annotations
@@ -33,12 +21,23 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from . import priority
 
-if TYPE_CHECKING:
-    from .db import Store
+T = TypeVar("T")
+
+
+class Target(Protocol):
+    """The fresh store the rows go into. Only its guarded transactions are used, so salvage sits
+    below ``db.py``, which calls it while it opens."""
+
+    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in a read transaction."""
+
+    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in a write transaction."""
+
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +90,7 @@ class Salvaged:
         return f"saved {n} {plural} into a fresh store"
 
 
-def salvage(damaged: Path, store: "Store") -> Salvaged:
+def salvage(damaged: Path, store: Target) -> Salvaged:
     """Copy what ``damaged`` still holds into ``store`` (fresh, open); never raises for what
     it reads, only if the fresh store cannot be written."""
     report = Salvaged()
@@ -178,7 +177,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
 
 
 def _copy(
-    src: sqlite3.Connection, store: "Store", saved: set[str], report: Salvaged, count: bool
+    src: sqlite3.Connection, store: Target, saved: set[str], report: Salvaged, count: bool
 ) -> None:
     fresh = {t: store.read(lambda c, t=t: _columns(c, t)) for t in _TABLES}
     cols = {t: [c for c in fresh[t] if c in set(_columns(src, t))] for t in _TABLES}
@@ -208,7 +207,7 @@ _TABLES = ("sessions", "entries", "chunks") + tuple(t for t, _ in KEYED_TABLES)
 
 
 def _copy_entries(
-    src: sqlite3.Connection, store: "Store", names: list[str], saved: set[str], report: Salvaged
+    src: sqlite3.Connection, store: Target, names: list[str], saved: set[str], report: Salvaged
 ) -> None:
     from ..pipeline import entry_id
 
@@ -312,7 +311,7 @@ def _count(src: sqlite3.Connection, table: str) -> int | None:
     return max(counts) if counts else None
 
 
-def _insert(store: "Store", table: str, names: list[str], rows: Iterable[tuple]) -> None:
+def _insert(store: Target, table: str, names: list[str], rows: Iterable[tuple]) -> None:
     if not names:
         return
     sql = (
@@ -329,7 +328,7 @@ def _insert(store: "Store", table: str, names: list[str], rows: Iterable[tuple])
         store.write(lambda c, b=batch: c.executemany(sql, b))
 
 
-def _complete(store: "Store", saved: set[str]) -> None:
+def _complete(store: Target, saved: set[str]) -> None:
     """Saved entries whose chunks, search keys or session link were lost get them again."""
     if not saved:
         return

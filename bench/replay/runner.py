@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import aider_gardener  # noqa: F401  (offline switches before aider/litellm load)
+from aider_gardener.store.recall import recall
 from aider_gardener.tokens import count_tokens
 
 from .format import TURN_EVENTS, Replay
@@ -625,7 +626,7 @@ def _recall_hit_both(store: Any, question: str, answers: list[str]) -> tuple[boo
         return False, False
     with contextlib.suppress(Exception):
         store.drain(timeout=60)  # embeddings of everything said so far, as after a pause
-    hits = store.recall(question, limit=5)
+    hits = recall(store, question, limit=5)
     if not hits:
         return False, False
     originals = store.get_entries([h.entry_id for h in hits])

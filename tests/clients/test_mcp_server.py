@@ -600,15 +600,21 @@ def test_a_signal_ends_the_server_while_the_store_is_still_opening(tmp_path):
     if not SERVER.is_file():
         pytest.skip("gardener-mcp not installed")
     stuck = tmp_path / "stuck"
+    began = tmp_path / "open-began"
     (stuck / "networkx").mkdir(parents=True)
-    (stuck / "networkx" / "__init__.py").write_text("import time\ntime.sleep(600)\n")
+    (stuck / "networkx" / "__init__.py").write_text(
+        f"open({str(began)!r}, 'w').close()\nimport time\ntime.sleep(600)\n"
+    )
     repo = _repo(tmp_path / "repo")
     path = os.pathsep.join(filter(None, [str(stuck), os.environ.get("PYTHONPATH")]))
     server = RawServer([], dict(_env(tmp_path), PYTHONPATH=path), repo)
     try:
         server.initialize()
         assert server.request("ping")["result"] == {}
-        time.sleep(1.0)  # the open has begun, and hangs
+        deadline = time.monotonic() + 120  # the open has begun (its first import), and hangs
+        while not began.exists():
+            assert time.monotonic() < deadline, "the store's open did not begin"
+            time.sleep(0.05)
         server.proc.send_signal(signal.SIGINT)
         rc = server.proc.wait(30)
     finally:
@@ -863,7 +869,7 @@ def test_the_model_export_is_announced_and_never_outlives_its_owner_unnoticed(tm
         assert f"process {pid}" in line
         assert "being prepared" in first.call("context_pressure")["message"]
         assert first.close() == 0
-        first.wait_stderr(f"export (process {pid}) goes on after this server exits", 10)
+        first.wait_stderr(f"export (process {pid}) goes on after this server exits")
         assert _alive(pid), "the export ended with its server"
         assert embeddings._export_holder(embeddings.export_lock_path(cache))["pid"] == pid
 
@@ -946,7 +952,7 @@ def test_matching_lines_are_the_per_line_scan(outputs):
     from hypothesis import strategies as st
 
     from aider_gardener.clients.mcp_server import MATCH_SCAN_LINES, _matching_lines
-    from aider_gardener.store.db import query_stems
+    from aider_gardener.store.query import query_stems
 
     def reference(text, query):
         terms, scored = query_stems(query), []

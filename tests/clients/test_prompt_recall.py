@@ -22,6 +22,7 @@ from aider_gardener.clients import claude_hooks, prompt_recall
 from aider_gardener.clients.claude_hooks import handle
 from aider_gardener.pipeline import entry_id
 from aider_gardener.store.db import Store
+from aider_gardener.store.recall import recall
 from tests.conftest import SHARED
 
 SESSION = "cc_session__SWORDIntel-claude-backups__e1ffaf02.jsonl"  # 80 entries once replayed
@@ -69,7 +70,7 @@ def test_a_prompt_unrelated_to_the_store_gets_nothing(replayed):
     """Full-text recall finds entries sharing a word with it (the hook used to inject three),
     but none clears the floor: no context, no line for the user."""
     with Store(Path(os.environ["AIDER_GARDENER_STORE"]), vectors=False) as store:
-        hits = store.recall(UNRELATED, limit=3, mode="fts")
+        hits = recall(store, UNRELATED, limit=3, mode="fts")
         scored = prompt_recall.score(store, UNRELATED, hits)
     assert hits and not any(s.relevant for s in scored)
     assert _ask(replayed, UNRELATED, "later-1") == {}
@@ -94,7 +95,7 @@ def test_a_related_prompt_gets_the_entries_and_one_line_naming_them(replayed):
 
 def test_scores_are_scale_free_measures_of_the_bm25_score(replayed):
     with Store(Path(os.environ["AIDER_GARDENER_STORE"]), vectors=False) as store:
-        hits = store.recall(RELATED, limit=5, mode="fts")
+        hits = recall(store, RELATED, limit=5, mode="fts")
         scored = prompt_recall.score(store, RELATED, hits)
         bm25 = dict(store.fts_search(RELATED, 50))
     assert [s.hit.entry_id for s in scored] == [h.entry_id for h in hits]
@@ -203,7 +204,7 @@ def test_nothing_added_says_nothing():
 @given(prompt=st.text(max_size=300))
 def test_scoring_never_raises_on_any_prompt(replayed, prompt):
     with Store(Path(os.environ["AIDER_GARDENER_STORE"]), vectors=False) as store:
-        hits = store.recall(prompt, limit=3, mode="fts") if prompt.strip() else []
+        hits = recall(store, prompt, limit=3, mode="fts") if prompt.strip() else []
         scored = prompt_recall.score(store, prompt, hits)
         line = prompt_recall.added_line(store, [s.hit.entry_id for s in scored])
     assert len(scored) == len(hits)

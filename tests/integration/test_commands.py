@@ -7,6 +7,7 @@ from aider.commands import SwitchCoder
 
 from aider_gardener.integration.commands import GardenCommands
 from aider_gardener.integration.continuity import STATE_HEADER
+from aider_gardener.store.recall import recall
 from tests.integration.helpers import text_of
 
 BIG_LOG = "".join(f"INFO worker {i % 7} processed batch {i} in {i % 13} ms\n" for i in range(3000))
@@ -197,12 +198,12 @@ def test_recall_forget_pin_and_clear(make_coder, llm, repo, capsys):
     store = coder.gardener.store
     coder.commands.cmd_forget(meta.entry_id)
     assert "Forgot" in capsys.readouterr().out
-    assert meta.entry_id not in [h.entry_id for h in store.recall("ZebraTimeout")]
+    assert meta.entry_id not in [h.entry_id for h in recall(store, "ZebraTimeout")]
     assert store.restore(meta.entry_id)
 
     coder.commands.cmd_clear("")
     assert coder.cur_messages == [] and coder.gardener.table == {}
-    assert meta.entry_id in [h.entry_id for h in store.recall("ZebraTimeout")]
+    assert meta.entry_id in [h.entry_id for h in recall(store, "ZebraTimeout")]
 
 
 def test_bad_ids_are_one_clear_error(make_coder, capsys):

@@ -10,6 +10,7 @@ import pytest
 from aider_gardener.integration import commands_recall
 from aider_gardener.integration.eviction import evict, history_tokens
 from aider_gardener.integration.ingest import RECALL_HEADER, sync
+from aider_gardener.store.recall import recall
 from aider_gardener.tokens import count_tokens
 from aider_gardener.types import Source
 from tests.integration.helpers import text_of
@@ -222,12 +223,12 @@ def test_forget_hides_the_entry_and_its_copies_until_restored(logged, capsys):
     copy = store.ingest(
         f"{RECALL_HEADER}\n\n--- id={log_id} (log)\n{LOG.rstrip()}", Source(role="user")
     )
-    assert {log_id, copy.id} <= {h.entry_id for h in store.recall("KangarooOverflow")}
+    assert {log_id, copy.id} <= {h.entry_id for h in recall(store, "KangarooOverflow")}
 
     coder.commands.cmd_forget(log_id)
     out = out_of(capsys)
     assert f"Forgot id={log_id} and 1 copy of it" in out and f"/restore {log_id}" in out
-    assert not {log_id, copy.id} & {h.entry_id for h in store.recall("KangarooOverflow")}
+    assert not {log_id, copy.id} & {h.entry_id for h in recall(store, "KangarooOverflow")}
     for cmd in (coder.commands.cmd_recall, coder.commands.cmd_show):
         cmd(log_id)
         assert f"id={log_id} is forgotten; /restore {log_id} brings it back." in out_of(capsys)
@@ -243,7 +244,7 @@ def test_forget_hides_the_entry_and_its_copies_until_restored(logged, capsys):
 
     coder.commands.cmd_forget(f"--undo {log_id}")
     assert f"Restored id={log_id} and 1 copy of it" in out_of(capsys)
-    assert {log_id, copy.id} <= {h.entry_id for h in store.recall("KangarooOverflow")}
+    assert {log_id, copy.id} <= {h.entry_id for h in recall(store, "KangarooOverflow")}
     coder.commands.cmd_forget(log_id)
     coder.commands.cmd_restore(log_id)
     coder.commands.cmd_restore(log_id)
@@ -343,7 +344,7 @@ def _stored_and_embedded(folder) -> str:
     from aider_gardener.store import Store
     from aider_gardener.types import ContentClass
 
-    with Store(folder, vectors=True, maintenance_interval=None) as earlier:
+    with Store(folder, vectors=True) as earlier:
         # first: a turn is embedded with the turn it answers, which would dilute a one-line
         # paraphrase to the relevance floor (cosine 0.39 instead of 0.51, store/floor.py)
         target = earlier.ingest(DEPLOY, Source(role="user"), cls=ContentClass.PROSE).id
@@ -351,7 +352,7 @@ def _stored_and_embedded(folder) -> str:
             earlier.ingest(text, Source(role="user"), cls=ContentClass.PROSE)
         earlier.drain(300)  # what the worker thread has not embedded yet
         assert not earlier.pending_chunks(10)  # everything embedded
-        assert earlier.recall(DEPLOY_QUERY, limit=3, mode="fts") == []
+        assert recall(earlier, DEPLOY_QUERY, limit=3, mode="fts") == []
     return target
 
 

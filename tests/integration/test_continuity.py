@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from aider_gardener.continuity.checkpoint import list_checkpoints, parse_checkpoint, validate
+from aider_gardener.integration.continuity import continuity_of, tracker_of
 from tests.integration.helpers import text_of
 
 COMMIT_MSG = "fix: strip whitespace before parsing"
@@ -52,7 +53,9 @@ def answer(llm, *replies):
 
 
 def facts(coder, kind=None):
-    return [f for f in coder.gardener.facts.book if f.live and (kind is None or f.kind == kind)]
+    return [
+        f for f in tracker_of(coder.gardener).book if f.live and (kind is None or f.kind == kind)
+    ]
 
 
 def test_edit_and_commit_become_file_facts_and_state(make_coder, llm, repo):
@@ -287,7 +290,7 @@ def test_each_edit_of_a_file_is_its_own_fact(make_coder, llm, repo):
     coder.run(with_message="strip it")
     answer(llm, edit_reply("    return int(x.strip())\n", "    return int(x.strip() or 0)\n"))
     coder.run(with_message="and default to zero")
-    edits = [f for f in coder.gardener.facts.book if f.kind == "file" and f.key == "app.py"]
+    edits = [f for f in tracker_of(coder.gardener).book if f.kind == "file" and f.key == "app.py"]
     assert sorted({f.turn for f in edits if f.detail.get("op") == "edited"}) == [1, 2]
 
 
@@ -314,7 +317,7 @@ def test_facts_reach_the_store_table(make_coder, llm, repo):
 def test_jumping_past_every_level_still_checkpoints(make_coder, llm, repo, tmp_path, capsys):
     coder = make_coder()
     coder.run(with_message="use httpx instead of requests")
-    keeper = coder.gardener.keeper()
+    keeper = continuity_of(coder.gardener)
     keeper.on_pressure(coder, 90, 100)  # 0% -> 90%: both 70 and 85 crossed in one turn
     out = capsys.readouterr()
     assert (out.out + out.err).count("gardener: prompt at 90%") == 1
@@ -466,9 +469,9 @@ def test_resume_by_name_prefix_or_path_with_completion(make_coder, llm, repo, tm
         return out.out + out.err
 
     assert "resumed from checkpoint" in resumed(older.stem)  # a bare name, without .md
-    assert [f.text for f in second.gardener.facts.book.find("constraint")] == []
+    assert [f.text for f in tracker_of(second.gardener).book.find("constraint")] == []
     assert "resumed from checkpoint" in resumed(newest.name)
-    assert len(second.gardener.facts.book.find("constraint")) == 1
+    assert len(tracker_of(second.gardener).book.find("constraint")) == 1
     assert "matches 2 checkpoints" in resumed(older.name[:9])  # ambiguous prefix
     assert "not a checkpoint name or checkpoint file" in resumed("nope")
     assert "resumed from checkpoint" in resumed(older.name[: len(older.stem) - 2])  # unique
@@ -489,7 +492,7 @@ def test_resume_mid_session_keeps_what_this_session_learnt(make_coder, llm, repo
     capsys.readouterr()
     second.commands.run("/resume")
     assert "(2 facts; kept 2 of this session's)" in said(capsys)
-    book = second.gardener.facts.book
+    book = tracker_of(second.gardener).book
     assert [f.text for f in book.find("decision")] == ["use ujson instead of orjson"]
     assert sorted(f.text for f in book.find("constraint")) == [
         "never change the public API of parse",
@@ -526,7 +529,7 @@ def test_resume_puts_the_files_back(make_coder, llm, repo, tmp_path, capsys):
     assert "old.py (missing)" in out
     assert second.get_inchat_relative_files() == ["app.py"]
     assert {Path(p).name for p in second.abs_read_only_fnames} == {"notes.md"}
-    ops = {Path(f.key).name: f.detail["op"] for f in second.gardener.facts.book.find("file")}
+    ops = {Path(f.key).name: f.detail["op"] for f in tracker_of(second.gardener).book.find("file")}
     assert ops == {
         "app.py": "added",
         "old.py": "dropped",

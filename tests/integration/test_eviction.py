@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from aider_gardener.integration.eviction import evict, history_tokens, priority
-from aider_gardener.integration.ingest import model_name, reference_text, sync
+from aider_gardener.integration.ingest import sync
+from aider_gardener.integration.session import model_name, reference_text
 from aider_gardener.tokens import count_tokens
 from tests.integration.helpers import text_of
 

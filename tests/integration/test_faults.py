@@ -17,6 +17,7 @@ from aider.sendchat import sanity_check_messages
 
 import aider_gardener.integration.mixin as mixin_mod
 from aider_gardener.integration.ingest import UNKEPT
+from aider_gardener.store.recall import recall
 from aider_gardener.types import ContentClass
 from tests.integration.helpers import text_of
 from tests.store.mounts import read_only, small_disk
@@ -74,7 +75,7 @@ def test_embedder_raising_leaves_full_text_recall(make_coder, llm, repo, capsys,
     _session_survives(coder, llm, repo, capsys)
     store = coder.gardener.store
     assert store is not None and store.vectors is None
-    assert store.recall("step 2499 finished")  # FTS5 still finds it
+    assert recall(store, "step 2499 finished")  # FTS5 still finds it
 
 
 @pytest.mark.parametrize("cls", [c for c in ContentClass if c is not ContentClass.PROMPT])
@@ -282,7 +283,7 @@ def test_a_read_only_store_keeps_recall_and_compresses_new_output(
             lines = _trouble_lines(caplog, capsys.readouterr().out)
         store = coder.gardener.store
         try:
-            hits = store.recall("why does compute_ratio fail with ZeroDivisionError", limit=3)
+            hits = recall(store, "why does compute_ratio fail with ZeroDivisionError", limit=3)
             assert kept in [h.entry_id for h in hits]
             run = _message_with(coder, "cat big.log")
             assert UNKEPT["read-only"] in run["content"]

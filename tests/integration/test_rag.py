@@ -15,6 +15,7 @@ from aider_gardener.integration.rag import (
     recall_pair,
 )
 from aider_gardener.store import Store
+from aider_gardener.store.recall import recall
 from aider_gardener.tokens import count_tokens
 from aider_gardener.types import Source
 from tests.integration.helpers import history_of, text_of
@@ -98,7 +99,7 @@ def test_evict_mode_does_not_recall(make_coder, llm, tmp_path):
 
 
 def _ready_store(path):
-    store = Store(path, maintenance_interval=None)
+    store = Store(path)
     store.ingest(ERROR, Source(role="tool", command="python -m app"))
     store.drain()
     if store.vectors is None or not store.vectors.ready:
@@ -114,7 +115,7 @@ def test_the_vector_half_waits_for_the_query_embedding_within_its_budget(tmp_pat
         query = "why is the zebra lock still held?"
         assert _mode_in_time(session, store, query) == "hybrid"
         assert session.stats["recall_vectors_late"] == 0
-        hits = store.recall(query, limit=3, mode="hybrid")
+        hits = recall(store, query, limit=3, mode="hybrid")
         assert hits and "vector" in hits[0].via  # the cached vector was used
 
 

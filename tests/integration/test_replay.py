@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from aider.sendchat import sanity_check_messages
 
-from aider_gardener.integration.ingest import framing
+from aider_gardener.integration.session import framing
 from tests.integration.replay import begin_turn, end_turn, gardener_work, turns_from_history
 
 HISTORIES = ["Aider-AI__aider.md", "BBXtreme__Waterfront.md", "7onc3k__brejlator.md"]

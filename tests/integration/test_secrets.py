@@ -6,6 +6,7 @@ stubbed."""
 from __future__ import annotations
 
 from aider_gardener.continuity.checkpoint import list_checkpoints
+from aider_gardener.integration.continuity import tracker_of
 from tests.integration.helpers import text_of
 
 KEY = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3
@@ -45,7 +46,7 @@ def test_a_key_on_the_command_line_and_in_the_error_never_travels(
     in_chat = coder.cur_messages[-2]["content"]
     assert "Incorrect API key provided: [redacted: " in in_chat
     assert KEY not in in_chat and AWS not in in_chat
-    errors = [f for f in coder.gardener.facts.book if f.kind == "error" and f.live]
+    errors = [f for f in tracker_of(coder.gardener).book if f.kind == "error" and f.live]
     assert errors, "the failing command became an open error"
     llm.replies = ["The key is wrong."]
     coder.run(with_message="why does the deploy fail?")

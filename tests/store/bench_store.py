@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from aider_gardener.store import Store
+from aider_gardener.store.recall import recall
 from aider_gardener.types import Source
 
 TYPICAL = "pytest_failures_typeerror__X_Ray_LLM.log"  # 209 lines of real pytest output
@@ -125,7 +126,7 @@ def test_recall_10k_entries(benchmark, big_store):
     store, msgs = big_store
     queries = itertools.cycle(_queries(msgs))
     hits = benchmark.pedantic(
-        lambda: store.recall(next(queries), limit=5), rounds=ROUNDS, iterations=1, warmup_rounds=5
+        lambda: recall(store, next(queries), limit=5), rounds=ROUNDS, iterations=1, warmup_rounds=5
     )
     assert isinstance(hits, list)
     n = store.read(lambda c: c.execute("SELECT count(*) FROM entries").fetchone()[0])

@@ -28,6 +28,7 @@ import pytest
 
 from aider_gardener.store import Store, embeddings
 from aider_gardener.store.chunking import WINDOW_PIECES, count_pieces
+from aider_gardener.store.recall import recall
 from aider_gardener.store.vectors import open_index
 from aider_gardener.store.worker import EmbeddingWorker
 from aider_gardener.tokens import count_tokens
@@ -138,11 +139,11 @@ PEAK_RSS = textwrap.dedent("""
     before = peak_kb()
     with tempfile.TemporaryDirectory() as tmp:
         embeddings.set_cache_dir(sys.argv[1])  # one ONNX export for all runs of the test
-        store = Store(Path(tmp) / "gs", maintenance_interval=None)
+        store = Store(Path(tmp) / "gs")
         for i in range(200):
             store.ingest(f"message {i}: the build of module_{i} failed " * 20, Source(role="tool"))
         store.drain()
-        hits = store.recall("why did module_7 fail")
+        hits = recall(store, "why did module_7 fail")
         store.close()
     peak = peak_kb()
     print(json.dumps({
@@ -217,7 +218,7 @@ def test_hybrid_recall_10k_entries(benchmark, big_hybrid):
     vias: list[str] = []
 
     def one():
-        hits = store.recall(next(queries), limit=5)
+        hits = recall(store, next(queries), limit=5)
         vias.extend(h.via for h in hits)
         return hits
 

@@ -20,6 +20,7 @@ from aider_gardener.store.maintenance import (
     vacuum_if_large,
 )
 from aider_gardener.store.priority import DAY
+from tests.store.mounts import read_only
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -156,7 +157,7 @@ def test_thread_runs_repeatedly_and_stops(store):
     e = store.ingest("INFO thread expiry\n" * 20, cls="log", ttl=0.01)
     worker = Maintenance(store, interval=0.05, first_delay=0.0)
     worker.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120  # a bound on a wait, not a speed test
     while worker.runs < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
     worker.stop()
@@ -165,12 +166,21 @@ def test_thread_runs_repeatedly_and_stops(store):
     assert not store.get(e.id).active
 
 
-def test_store_starts_and_stops_its_maintenance(tmp_path):
-    s = Store(tmp_path / "gs", vectors=False, maintenance_interval=0.05)
-    thread = s._maintenance
+def test_started_maintenance_stops_when_its_store_closes(tmp_path):
+    s = Store(tmp_path / "gs", vectors=False)
+    thread = maintenance.start(s, 0.05)
     assert thread is not None and thread.alive
     s.close()
     assert not thread.alive
+
+
+def test_no_maintenance_for_a_store_that_cannot_be_written(tmp_path):
+    folder = tmp_path / "gs"
+    Store(folder, vectors=False).close()
+    with read_only(folder):
+        with Store(folder, vectors=False) as s:
+            assert s.read_only is not None
+            assert maintenance.start(s, 0.05) is None
 
 
 def test_thread_outlives_a_closed_store_without_raising(tmp_path, caplog):
@@ -178,6 +188,8 @@ def test_thread_outlives_a_closed_store_without_raising(tmp_path, caplog):
     worker = Maintenance(s, interval=0.02, first_delay=0.0)
     s.close()  # closed under the thread: every step fails, the thread keeps going quietly
     worker.start()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 120  # two runs, however busy the machine
+    while worker.runs < 2 and worker.alive and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert worker.alive and worker.runs >= 2
     worker.stop()

@@ -20,7 +20,7 @@ def store(tmp_path):
 
 
 def test_empty_store(store):
-    report = store.context_pressure()
+    report = context_pressure(store)
     assert report["entries"] == 0 and report["tokens_original"] == 0
     assert report["ratio"] == 1.0 and report["by_class"] == {}
     assert report["eviction_candidates"] == []
@@ -33,7 +33,7 @@ def test_report_matches_the_entries_on_real_outputs(store, tool_outputs_dir):
     entries = [store.ingest(p.read_bytes(), Source(role="tool")) for p in files]
     entries.append(store.ingest("please make the tests pass", Source(role="user"), cls="prompt"))
     store.pin(entries[0].id)
-    report = store.context_pressure(limit=4)
+    report = context_pressure(store, limit=4)
 
     active = store.list_entries(limit=1000)
     assert report["entries"] == len(active) == len({e.id for e in entries})
@@ -68,9 +68,9 @@ def test_report_matches_the_entries_on_real_outputs(store, tool_outputs_dir):
 def test_forgotten_entries_leave_the_report(store):
     a = store.ingest("INFO one thing happened\n" * 50, cls="log")
     store.ingest("INFO another thing\n" * 50, cls="log")
-    before = store.context_pressure()
+    before = context_pressure(store)
     store.forget(a.id)
-    after = store.context_pressure()
+    after = context_pressure(store)
     assert after["entries"] == before["entries"] - 1
     assert after["tokens_original"] == before["tokens_original"] - a.tokens_original
 
@@ -80,11 +80,11 @@ def test_session_scope_counts_only_this_session(tmp_path):
     with Store(folder, vectors=False) as old:
         old.ingest("INFO from an earlier session\n" * 30, cls="log")
     with Store(folder, vectors=False, scope="session") as s:
-        assert s.context_pressure()["entries"] == 0
+        assert context_pressure(s)["entries"] == 0
         s.ingest("INFO from this session\n" * 30, cls="log")
-        assert s.context_pressure()["entries"] == 1
+        assert context_pressure(s)["entries"] == 1
     with Store(folder, vectors=False) as proj:
-        assert proj.context_pressure()["entries"] == 2
+        assert context_pressure(proj)["entries"] == 2
 
 
 def _report(**kw):

@@ -60,7 +60,7 @@ LOG = LOG.replace(
 
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
-    store = Store(tmp_path_factory.mktemp("recall") / "gs", maintenance_interval=None)
+    store = Store(tmp_path_factory.mktemp("recall") / "gs")
     ids = {
         "code": store.ingest(CODE, Source(path="src/app/config.py"), cls=ContentClass.CODE).id,
         "rust": store.ingest(RUST, Source(role="tool", command="cargo build")).id,
@@ -95,7 +95,7 @@ def top(hits: list[RecallHit]) -> str | None:
 )
 def test_identifiers_paths_and_error_strings(loaded, query, want):
     store, ids = loaded
-    hits = store.recall(query)
+    hits = recall(store, query)
     assert top(hits) == ids[want], [(h.entry_id, h.via) for h in hits]
 
 
@@ -103,7 +103,7 @@ def test_a_paraphrase_is_found_by_vectors_only(loaded):
     store, ids = loaded
     query = "how are docker builds shipped?"  # no word in common with the note
     assert ids["note"] not in [h.entry_id for h in recall_fts_only(store, query)]
-    hits = store.recall(query)
+    hits = recall(store, query)
     assert top(hits) == ids["note"]
     assert hits[0].via == "vector"
 
@@ -119,7 +119,7 @@ def test_a_long_entry_is_found_by_the_chunk_that_matches(loaded):
 def test_results_are_unique_limited_and_ordered(loaded):
     store, _ = loaded
     for limit in (1, 3, 10):
-        hits = store.recall("replication batch applied error", limit=limit)
+        hits = recall(store, "replication batch applied error", limit=limit)
         assert 0 < len(hits) <= limit
         assert len({h.entry_id for h in hits}) == len(hits)
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -128,11 +128,11 @@ def test_results_are_unique_limited_and_ordered(loaded):
 def test_summary_by_default_original_and_touch_with_full(loaded):
     store, ids = loaded
     before = store.get(ids["log"]).last_access
-    hit = next(h for h in store.recall("disk quota exceeded postgres") if h.entry_id == ids["log"])
+    hit = next(h for h in recall(store, "disk quota exceeded postgres") if h.entry_id == ids["log"])
     assert hit.text == store.get(ids["log"]).summary
     assert store.get(ids["log"]).last_access == before  # looking is not using
     time.sleep(0.01)
-    hits = store.recall("disk quota exceeded postgres", full=True)
+    hits = recall(store, "disk quota exceeded postgres", full=True)
     hit = next(h for h in hits if h.entry_id == ids["log"])
     assert hit.text == LOG
     assert store.get(ids["log"]).last_access > before
@@ -140,7 +140,7 @@ def test_summary_by_default_original_and_touch_with_full(loaded):
 
 def test_class_filter_applies_to_both_rankers(loaded):
     store, ids = loaded
-    hits = store.recall("parse_config docker registry container images", classes=["prose"])
+    hits = recall(store, "parse_config docker registry container images", classes=["prose"])
     assert hits and {h.cls for h in hits} == {"prose"}
     assert top(hits) == ids["note"]
 
@@ -155,7 +155,7 @@ def test_modes(loaded):
 
 @pytest.mark.parametrize("query", ["", "   ", "\n"])
 def test_blank_queries_return_nothing(loaded, query):
-    assert loaded[0].recall(query) == []
+    assert recall(loaded[0], query) == []
 
 
 def test_zero_limit(loaded):
@@ -194,10 +194,10 @@ def test_forgotten_entries_are_not_recalled_even_by_vectors(loaded):
     assert store.forget(ids["note"])
     try:
         assert ids["note"] not in [h.entry_id for h in recall_vectors_only(store, NOTE)]
-        assert ids["note"] not in [h.entry_id for h in store.recall(NOTE)]
+        assert ids["note"] not in [h.entry_id for h in recall(store, NOTE)]
     finally:
         assert store.restore(ids["note"])
-    assert top(store.recall(NOTE)) == ids["note"]
+    assert top(recall(store, NOTE)) == ids["note"]
 
 
 def test_forgotten_entries_are_left_out_by_the_vector_index_itself(loaded):
@@ -228,34 +228,34 @@ def test_forgotten_entries_are_left_out_by_the_vector_index_itself(loaded):
 
 def test_session_scope_hides_other_sessions_from_both_rankers(tmp_path):
     folder = tmp_path / "gs"
-    with Store(folder, maintenance_interval=None) as old:
+    with Store(folder) as old:
         old_id = old.ingest(NOTE, Source(role="assistant")).id
         old.drain()
-    with Store(folder, scope="session", maintenance_interval=None) as new:
+    with Store(folder, scope="session") as new:
         new_id = new.ingest(PROMPT, Source(role="user")).id
         new.drain()
         assert old_id not in [h.entry_id for h in recall_vectors_only(new, NOTE, limit=10)]
-        assert old_id not in [h.entry_id for h in new.recall(NOTE, limit=10)]
-        assert top(new.recall(PROMPT)) == new_id
-    with Store(folder, scope="project", maintenance_interval=None) as proj:
-        assert top(proj.recall(NOTE)) == old_id
+        assert old_id not in [h.entry_id for h in recall(new, NOTE, limit=10)]
+        assert top(recall(new, PROMPT)) == new_id
+    with Store(folder, scope="project") as proj:
+        assert top(recall(proj, NOTE)) == old_id
 
 
 def test_without_vectors_recall_is_full_text(tmp_path):
     with Store(tmp_path / "gs", vectors=False) as store:
         eid = store.ingest(RUST, Source(role="tool", command="cargo build")).id
-        hits = store.recall("E0432")
+        hits = recall(store, "E0432")
         assert top(hits) == eid and hits[0].via == "fts"
         assert recall_vectors_only(store, "E0432") == []
 
 
 def test_not_yet_embedded_entries_are_found_by_full_text(tmp_path, monkeypatch):
     monkeypatch.setattr(EmbeddingWorker, "start", lambda self: None)  # keep chunks pending
-    with Store(tmp_path / "gs", maintenance_interval=None) as store:
+    with Store(tmp_path / "gs") as store:
         assert store.vectors is not None
         eid = store.ingest(PYTEST, Source(role="tool", command="pytest")).id
         assert store.pending_count() == 1
-        hits = store.recall("test_login AssertionError")
+        hits = recall(store, "test_login AssertionError")
         assert top(hits) == eid and hits[0].via == "fts"
 
 
@@ -280,6 +280,7 @@ def test_found_by_both_rankers_beats_found_by_one():
         vectors=Index(),
         fts_search=lambda q, n, classes=None: [("a", 9.0), ("b", 8.0)],
         get_entries=lambda ids: {i: entries[i] for i in ids if i in entries},
+        guard=lambda what, default, fn: fn(),
     )
     assert [h.entry_id for h in recall(fake, "q")] == ["b", "a", "c"]
 

@@ -24,6 +24,7 @@ import pytest
 
 from aider_gardener.store import Store, maintenance, salvage
 from aider_gardener.store.db import SCHEMA_VERSION, STORE_FILENAME
+from aider_gardener.store.recall import recall
 from aider_gardener.types import Source
 from tests.store.mounts import read_only, small_disk
 
@@ -392,7 +393,7 @@ def test_one_corrupt_page_keeps_the_rest_of_the_store(tmp_path, caplog, monkeypa
                 continue
             assert back[ids[i]].original == _text("salvage", i)  # the original, exactly
             query = f"FAILED tests/test_salvage.py::test_case_{i}"
-            assert s.recall(query, limit=1)[0].entry_id == ids[i]  # recall finds it again
+            assert recall(s, query, limit=1)[0].entry_id == ids[i]  # recall finds it again
         # the fresh store is whole: full-text index, chunks and session links for every entry
         s.read(
             lambda c: c.execute("INSERT INTO entries_fts(entries_fts) VALUES ('integrity-check')")
@@ -510,7 +511,7 @@ def test_a_full_disk_at_open_names_the_disk_and_still_reads_the_store(tmp_path, 
             s = Store(folder, vectors=False)
         try:
             assert set(s.get_entries([e.id for e in kept])) == {e.id for e in kept}
-            assert s.recall("test_case_2 AssertionError", limit=1)[0].entry_id == kept[2].id
+            assert recall(s, "test_case_2 AssertionError", limit=1)[0].entry_id == kept[2].id
             msgs = _store_messages(caplog)
             assert len(msgs) == 1 and msgs[0] == s.degraded
             assert msgs[0].startswith(f"gardener: disk full or I/O error: {path} (")
@@ -536,10 +537,10 @@ def test_a_read_only_store_is_still_recalled(tmp_path, caplog, what):
     before = path.read_bytes()
     with read_only(path if what == "file" else folder):
         with caplog.at_level(logging.WARNING, logger="aider_gardener"):
-            s = Store(folder, vectors=False, maintenance_interval=None)
+            s = Store(folder, vectors=False)
             try:
                 assert set(s.get_entries([e.id for e in kept])) == {e.id for e in kept}
-                assert s.recall("test_case_13 AssertionError", limit=1)[0].entry_id == kept[13].id
+                assert recall(s, "test_case_13 AssertionError", limit=1)[0].entry_id == kept[13].id
                 assert s.get(kept[4].id).original == kept[4].original
                 assert s.read_only and s.degraded == s.read_only and s.path == path
                 assert "read-only" in s.read_only and str(path) in s.read_only

@@ -115,7 +115,7 @@ def test_a_failing_model_keeps_the_fused_order_and_warns_once(model, monkeypatch
 def conversation(tmp_path_factory, model):
     """Turns as Aider sends them: the answer shares no word with the question; the turn it
     replies to does, and the store indexes it with that turn (``entries.context``)."""
-    store = Store(tmp_path_factory.mktemp("rerank") / "gs", maintenance_interval=None)
+    store = Store(tmp_path_factory.mktemp("rerank") / "gs")
     turns = [
         ("user", "Did you ever finish that canvas you started in the spring?"),
         ("assistant", "Yes! A sunrise over the harbour, oil on a big canvas. Took two weeks."),
@@ -169,6 +169,6 @@ def test_store_recall_passes_the_explicit_flag(conversation, monkeypatch):
     store, _ = conversation
     calls = []
     monkeypatch.setattr(rr, "maxsim_scores", lambda q, t: calls.append(q) or None)
-    store.recall("adopted puppy", limit=3, rerank=True)
-    store.recall("adopted puppy", limit=3)
+    recall(store, "adopted puppy", limit=3, rerank=True)
+    recall(store, "adopted puppy", limit=3)
     assert calls == ["adopted puppy"]

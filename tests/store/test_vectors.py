@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from aider_gardener.store import Store, worker
+from aider_gardener.store.recall import recall
 from aider_gardener.store.vectors import VectorIndex, open_index, parse_url, server_collection_name
 from aider_gardener.types import Source
 
@@ -232,7 +233,7 @@ def test_server_mode_indexes_and_queries(tmp_path, server):
 
 def test_store_survives_the_server_going_away(tmp_path, server, caplog, monkeypatch):
     monkeypatch.setattr(worker, "PROBE_INTERVAL", 3600.0)  # only drain() may find it back
-    store = Store(tmp_path / "gs", chroma_url=server.url, maintenance_interval=None)
+    store = Store(tmp_path / "gs", chroma_url=server.url)
     try:
         assert store.vectors is not None
         for text in DOCS.values():
@@ -240,13 +241,13 @@ def test_store_survives_the_server_going_away(tmp_path, server, caplog, monkeypa
         store.drain(120)  # whatever the background worker has not embedded yet
         assert store.pending_count() == 0
         assert store.vectors.count() == 3
-        hits = store.recall("how do we ship docker builds?")
+        hits = recall(store, "how do we ship docker builds?")
         assert hits and "vector" in hits[0].via
 
         server.kill()
         with caplog.at_level(logging.WARNING):
-            hits = store.recall("parse_config TypeError")  # must not raise
-            again = store.recall("parse_config TypeError")
+            hits = recall(store, "parse_config TypeError")  # must not raise
+            again = recall(store, "parse_config TypeError")
         assert hits and hits[0].text.startswith("TypeError")
         assert hits[0].via == "fts"
         assert [h.entry_id for h in again] == [h.entry_id for h in hits]
@@ -256,14 +257,14 @@ def test_store_survives_the_server_going_away(tmp_path, server, caplog, monkeypa
         late = store.ingest("A note written while the server was down.", Source(role="user"))
         assert store.drain(5) == 0  # nothing can be embedded: stays pending
         assert store.pending_count() >= 1
-        assert store.recall("note written while the server was down")[0].entry_id == late.id
+        assert recall(store, "note written while the server was down")[0].entry_id == late.id
 
         server.start()  # same data folder and port: the server comes back
         assert store.drain(120) == 1  # drain probes, finds it back, embeds the backlog
         assert store.vectors.healthy is True
         assert store.pending_count() == 0
         assert store.vectors.count() == 4
-        hits = store.recall("how do we ship docker builds?")
+        hits = recall(store, "how do we ship docker builds?")
         assert "vector" in hits[0].via
     finally:
         store.close()
@@ -274,7 +275,7 @@ def test_a_dead_server_is_named_not_the_embedding_model(tmp_path, caplog):
     note blamed the embedding model: "could not be loaded (vector store unavailable)")."""
     url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
     with caplog.at_level(logging.WARNING):
-        store = Store(tmp_path / "gs", chroma_url=url, maintenance_interval=None)
+        store = Store(tmp_path / "gs", chroma_url=url)
         try:
             note = store.ingest("A note about the config parser.", Source(role="user"))
             said: list[str] = []
@@ -287,7 +288,7 @@ def test_a_dead_server_is_named_not_the_embedding_model(tmp_path, caplog):
             assert len(said) == 1, said
             assert f"the Chroma server at {url} does not answer" in said[0]
             assert "could not be loaded" not in said[0] and "embedding model" not in said[0]
-            hits = store.recall("config parser")
+            hits = recall(store, "config parser")
             assert hits[0].entry_id == note.id and hits[0].via == "fts"
         finally:
             store.close()

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from aider_gardener.store import Store
+from aider_gardener.store.recall import recall
 from aider_gardener.store.runtime import NICE
 from aider_gardener.store.vectors import open_index
 from aider_gardener.store.worker import (
@@ -48,7 +49,7 @@ def wait_for(predicate, timeout: float = 120.0) -> bool:
 
 def test_drain_indexes_every_pending_chunk(tmp_path, monkeypatch):
     monkeypatch.setenv(POLICY_ENV, "all")
-    with Store(tmp_path / "gs", maintenance_interval=None) as store:
+    with Store(tmp_path / "gs") as store:
         log = "".join(f"step {i}: compiled module_{i}.c with 0 warnings\n" for i in range(600))
         entries = [store.ingest(t, Source(role="user")) for t in NOTES]
         big = store.ingest(log, Source(role="tool", command="make"), cls=ContentClass.LOG)
@@ -66,7 +67,7 @@ def test_drain_indexes_every_pending_chunk(tmp_path, monkeypatch):
 
 
 def test_background_thread_embeds_without_being_asked(tmp_path):
-    with Store(tmp_path / "gs", maintenance_interval=None) as store:
+    with Store(tmp_path / "gs") as store:
         store.ingest(NOTES[0], Source(role="user"))
         store._worker.notify()
         assert wait_for(lambda: store.pending_count() == 0)
@@ -79,10 +80,10 @@ def test_pending_chunks_survive_a_restart(tmp_path):
         for t in NOTES:
             first.ingest(t, Source(role="user"))
         assert first.pending_count() == len(NOTES)
-    with Store(folder, maintenance_interval=None) as second:
+    with Store(folder) as second:
         assert wait_for(lambda: second.pending_count() == 0)  # its own thread picks them up
         assert set(chunk_states(second).values()) == {INDEXED}
-        hits = second.recall("session cookie for the login form", limit=1)
+        hits = recall(second, "session cookie for the login form", limit=1)
         assert hits and "vector" in hits[0].via
 
 
@@ -382,7 +383,7 @@ def test_the_policy_embeds_only_the_head_and_tail_of_logs(tmp_path, monkeypatch)
         embedded = sum(1 for *_, s in rows if s == INDEXED)
         assert worker.embedded == embedded
         # what is not embedded is still found by its identifiers
-        hits = store.recall("module_301.c", limit=3, mode="fts")
+        hits = recall(store, "module_301.c", limit=3, mode="fts")
         assert hits and hits[0].entry_id == big.id
 
 
@@ -416,7 +417,7 @@ def test_recall_does_not_wait_for_a_model_that_is_still_loading(tmp_path):
         entry = store.ingest(NOTES[2], Source(role="tool"))
         store.vectors, store._worker = Loading(), Alive()
         try:
-            hits = store.recall("KeyError user_id profile", limit=3)
+            hits = recall(store, "KeyError user_id profile", limit=3)
         finally:
             store.vectors = store._worker = None
         assert [h.entry_id for h in hits] == [entry.id] and hits[0].via == "fts"
