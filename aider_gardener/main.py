@@ -19,12 +19,15 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from . import offline  # noqa: F401  (before aider/litellm load)
 
+if TYPE_CHECKING:
+    from .integration.seams import CoderLike
 
-def make_commands(io: Any, coder: Any, *args: Any, **kwargs: Any) -> Any:
+
+def make_commands(io: Any, coder: CoderLike, *args: Any, **kwargs: Any) -> Any:
     """Stands in for ``aider.commands.Commands`` inside ``aider.main``."""
     from aider.commands import Commands
 
@@ -174,7 +177,8 @@ def main(argv=None, input=None, output=None, force_git_root=None, return_coder=F
 # argument named like these (its positionals are file names), so a file called ``mcp`` is still
 # reachable as ``./mcp``.
 SUBCOMMANDS = {
-    "compress": "aider_gardener.cli",  # the content pipeline on a file, a folder or stdin
+    "compress": "aider_gardener.compress_cli",  # the content pipeline on a file, a folder or stdin
+    "demo": "aider_gardener.compress_cli",  # the pipeline on sample outputs, before/after
     "mcp": "aider_gardener.clients.mcp_server",  # stdio MCP server over the project's store
     "hook": "aider_gardener.clients.hook_client",  # one Claude Code hook: JSON on stdin
     "claude": "aider_gardener.clients.claude_install",  # install the Claude Code plugin
@@ -185,7 +189,7 @@ def run_subcommand(word: str, rest: list[str]) -> int:
     import importlib
 
     module = importlib.import_module(SUBCOMMANDS[word])
-    if module.__name__ == "aider_gardener.cli":  # its parser takes the word itself
+    if module.__name__ == "aider_gardener.compress_cli":  # its parser takes the word itself
         return module.main([word, *rest], prog="aider-gardener")
     return module.main(rest)
 
@@ -195,12 +199,12 @@ JOIN_THREADS = 1.0  # seconds, in all, for non-daemon threads to end (the interp
 
 
 def _is_cli() -> bool:
-    """Started as ``aider-gardener`` or ``python -m aider_gardener.main``, not called as a
+    """Started as ``aider-gardener`` or ``python -m aider_gardener[.main]``, not called as a
     function (tests, an embedding program, the benchmarks)."""
     if os.environ.get(FAST_EXIT_ENV, "1") == "0":
         return False
     name = Path(sys.argv[0] if sys.argv else "").name
-    return name in ("aider-gardener", "main.py") or name.startswith("aider-gardener")
+    return name in ("aider-gardener", "main.py", "__main__.py") or name.startswith("aider-gardener")
 
 
 def fast_exit(code: Any) -> None:

@@ -17,12 +17,12 @@ import hashlib
 import logging
 from dataclasses import replace
 
-from . import facts
+from . import critical
 from .classify import segment as split_segments
 from .compress import testrun
 from .compress.base import run_compressor, strip_ansi
 from .compress.dedupe import dedupe_failures
-from .compress.keep_facts import keep_facts
+from .compress.keep_critical import keep_critical
 from .compress.large import LARGE_CHARS, compress_large
 from .compress.registry import COMPRESSORS
 from .sanitize import decode
@@ -59,7 +59,7 @@ def compress(
 
     ``cls`` forces one class for the whole input (the CLI's ``--class``).
     """
-    with facts.shared_scans():  # the log compressor and the fact net scan the same text once
+    with critical.shared_scans():  # the log compressor and the fact net scan the same text once
         return _compress(data, source, opts, cls)
 
 
@@ -113,17 +113,18 @@ def _compress(
     if len(segs) > 1:
         outs = [_no_worse(seg, out, opts.model) for seg, out in zip(segs, outs)]
         outs = dedupe_failures(segs, outs)
-    outs = _keep_facts(segs, outs)
+    outs = _keep_critical(segs, outs)
     summary = _join(segs, outs)
     if run:
         summary = _with_run_summary(summary, run)
     return _result(original, summary, segs, outs, notes, opts, raw)
 
 
-def _keep_facts(segs: list[Segment], outs: list) -> list:
+def _keep_critical(segs: list[Segment], outs: list) -> list:
     """Every critical fact of a segment missing from the whole summary comes back in that
-    segment's output (``compress/keep_facts.py``): the promise holds whatever a compressor did."""
-    whole = facts.Summary(_join(segs, outs))
+    segment's output (``compress/keep_critical.py``): the promise holds whatever a compressor did.
+    """
+    whole = critical.Summary(_join(segs, outs))
     restored: set[tuple[str, str]] = set()
     done = []
     for seg, out in zip(segs, outs):
@@ -131,7 +132,7 @@ def _keep_facts(segs: list[Segment], outs: list) -> list:
         if body == seg.text:
             done.append(out)
             continue
-        kept = keep_facts(seg.text, body, whole, restored)
+        kept = keep_critical(seg.text, body, whole, restored)
         if kept != body:
             out = Compressed(kept, {**out.counts, "facts_restored": 1}, out.fallback)
         done.append(out)

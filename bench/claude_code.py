@@ -119,7 +119,7 @@ class SessionFigures:
     probes: list[ProbeFigures] = field(default_factory=list)
     via: str = "pipeline"
     wall_s: float = 0.0
-    # facts (``aider_gardener.facts``) of the tool outputs as Claude Code showed them, and of
+    # facts (``aider_gardener.critical``) of the tool outputs as Claude Code showed them, and of
     # those the model still sees with the gardener; examples of the lost ones
     facts_found: int = 0
     facts_kept: int = 0
@@ -159,9 +159,9 @@ def survival(
     holder: str, facts_found: dict[str, set[str]], files: set[str], decisions: list[str]
 ) -> tuple[dict[str, int], dict[str, int]]:
     """(kept per SURVIVAL, facts kept per kind) in ``holder``'s text."""
-    from aider_gardener import facts
+    from aider_gardener import critical
 
-    s = facts.Summary(holder)
+    s = critical.Summary(holder)
     by_kind = {kind: sum(s.has(kind, f) for f in found) for kind, found in facts_found.items()}
     lines = [ln for ln in holder.splitlines() if ln.strip()]
     kept = {
@@ -382,7 +382,7 @@ def measure(
 ) -> SessionFigures:
     """Every figure of one transcript (see the module docstring); with ``show_missing``, each
     compaction says why the facts its state block lacks are missing (``diagnose``)."""
-    from aider_gardener import facts
+    from aider_gardener import critical
     from aider_gardener.continuity import extract
     from aider_gardener.continuity.tracker import FactTracker
 
@@ -407,7 +407,7 @@ def measure(
         ingest = PipelineIngest(folder / "store", vectors)
     fig.via = ingest.via
     tracker = FactTracker()
-    found: dict[str, set[str]] = {kind: set() for kind in facts.KINDS}
+    found: dict[str, set[str]] = {kind: set() for kind in critical.KINDS}
     files: set[str] = set()
     origin: dict[tuple[str, str], str] = {}  # (kind, fact) -> the output it was first seen in
     by_command: dict[str, dict[str, set[str]]] = {}  # command -> facts of its latest output
@@ -480,7 +480,7 @@ def measure(
 
 
 def _tool(call, t, turn, ingest, tracker, found, files, fig, origin, by_command) -> None:  # noqa
-    from aider_gardener import facts
+    from aider_gardener import critical
     from aider_gardener.continuity.tracker import command_key
 
     if not call.answered:
@@ -523,7 +523,7 @@ def _tool(call, t, turn, ingest, tracker, found, files, fig, origin, by_command)
     if call.name in COMMAND_TOOLS or call.is_error:
         tracker.on_output(call.command, call.output, turn, entry_id, 1 if call.is_error else 0)
         code = "error" if call.is_error else "ok"
-        latest = facts.extract(call.output)
+        latest = critical.extract(call.output)
         by_command[command_key(call.command)] = latest
         for kind in found:  # open: shown by the latest run of a command (module docstring, b)
             found[kind] = set().union(*(f[kind] for f in by_command.values()))
@@ -561,15 +561,15 @@ def _next_refs(fig: SessionFigures, call: Any, last: tuple[Any, str | None] | No
 def _facts_seen(fig: SessionFigures, call: Any, seen: str | None) -> None:
     """Count the facts of a tool output as Claude Code showed it, and those still in what the
     model sees with the gardener (``seen``: None when that is the output itself)."""
-    from aider_gardener import facts
+    from aider_gardener import critical
 
-    found = facts.extract(call.output)
+    found = critical.extract(call.output)
     n = sum(len(v) for v in found.values())
     fig.facts_found += n
     if seen is None or not n:
         fig.facts_kept += n
         return
-    gone = facts.missing(call.output, seen, found)
+    gone = critical.missing(call.output, seen, found)
     fig.facts_kept += n - sum(len(v) for v in gone.values())
     for kind, values in gone.items():
         for v in sorted(values)[: max(0, 20 - len(fig.facts_lost))]:
@@ -657,10 +657,10 @@ def diagnose(
     facts render to without a budget), ``resolved`` (only in facts no longer open: fixed or
     superseded errors), or ``not extracted`` (in no fact of ``book``), with the output it came
     from (``origin``)."""
-    from aider_gardener import facts
+    from aider_gardener import critical
     from aider_gardener.continuity.state import render_state
 
-    s = facts.Summary(state)
+    s = critical.Summary(state)
     full, fixed = render_state(book, max_tokens=10**7, model=MODEL).splitlines(), False
     shown = []
     for line in full:  # the fixed errors are no open facts
@@ -668,12 +668,12 @@ def diagnose(
             fixed = line == "Fixed errors:"
         if not fixed:
             shown.append(line)
-    whole = facts.Summary("\n".join(shown))
+    whole = critical.Summary("\n".join(shown))
     lines = []
     for fact in book.find(live=False):
         detail = " ".join(str(fact.detail.get(k) or "") for k in ("line", "command"))
         lines.append(f"{fact.text} {detail}")
-    anywhere = facts.Summary("\n".join(lines))
+    anywhere = critical.Summary("\n".join(lines))
     out = []
     for kind in sorted(found):
         for value in sorted(found[kind]):

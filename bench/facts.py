@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import aider_gardener  # noqa: F401  (offline switches before aider/litellm load)
-from aider_gardener.integration.continuity import tracker_of
+from aider_gardener.integration.keeper import tracker_of
 
 from .replay.format import TURN_EVENTS, Replay, load, save
 from .replay.importers.aider_history import EDIT_FAILURE_FIELDS, import_path

@@ -5,7 +5,7 @@ Facts: failing test ids, exception type + message lines, ``path:line`` reference
 project's own code (library paths excluded), and compiler/type-checker error codes.
 
 Two definitions on purpose: the regexes below (failing tests, exceptions, own ``path:line``,
-error codes) are the original, independent ones; ``aider_gardener.facts`` is the widened shared
+error codes) are the original, independent ones; ``aider_gardener.critical`` is the widened shared
 definition the compressors use to protect lines. ``all_missing_facts`` applies both, so a bug in
 the shared extractor that hides a fact from the compressors still fails here.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from aider_gardener import facts as shared
+from aider_gardener import critical as shared
 
 LIBRARY_PATH = re.compile(
     r"site-packages|dist-packages|node_modules|[\\/]lib[\\/]python\d|<frozen|[\\/]\.cargo[\\/]|"

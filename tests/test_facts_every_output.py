@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from aider_gardener import facts
+from aider_gardener import critical
 from aider_gardener.pipeline import compress
 from aider_gardener.types import ContentClass, Source
 from tests.conftest import all_tool_output_files
@@ -68,8 +68,8 @@ def test_the_data_is_there_and_has_every_kind_of_fact():
     kind, 100% kept would be vacuous."""
     if not FILES:
         pytest.skip("shared tool outputs not present")
-    totals = {k: 0 for k in facts.KINDS}
+    totals = {k: 0 for k in critical.KINDS}
     for path in FILES:
-        for kind, found in facts.extract(_read(path)).items():
+        for kind, found in critical.extract(_read(path)).items():
             totals[kind] += len(found)
     assert all(totals.values()), totals

@@ -24,9 +24,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .hook_wire import ENV_NAMES, ENV_PREFIXES, MAX_STDIN, read_to_end, reply_wait
+
+if TYPE_CHECKING:
+    from ..store.db import Store
+
 
 # Few imports at module level: a hook that no server answered imports this module in its own
 # process (``hook_client``), and the rest loads with the handler that needs it.
@@ -651,9 +655,9 @@ def _path_tree(out: ToolOutput, entry: Any, head: str, limit: int | None, over: 
 
 
 def _facts(text: str) -> dict:
-    from .. import facts
+    from .. import critical
 
-    return facts.extract(text)
+    return critical.extract(text)
 
 
 def post_tool_use_failure(payload: dict) -> dict:
@@ -746,7 +750,7 @@ def _warning(usage: Any, state: dict) -> tuple[str | None, str | None]:
     return user, model
 
 
-def _in_context(store: Any, session_id: str | None, since: float) -> set[str]:
+def _in_context(store: Store, session_id: str | None, since: float) -> set[str]:
     """Ids this session stored since ``since`` (its last compaction), or saw again since then (a
     file read before the compaction and read again after it keeps its first sighting, but the
     store notes its access): the context holds them. An entry another session re-read since
@@ -769,7 +773,7 @@ def _in_context(store: Any, session_id: str | None, since: float) -> set[str]:
         return set()
 
 
-def _recall_block(store: Any, prompt: str, skip: set[str], budget: int) -> tuple[str, list[str]]:
+def _recall_block(store: Store, prompt: str, skip: set[str], budget: int) -> tuple[str, list[str]]:
     """Recalled summaries for ``prompt`` within ``budget`` tokens, and their ids: only hits above
     the relevance floor (``prompt_recall``)."""
     from ..store.recall import recall
@@ -797,7 +801,7 @@ def _recall_block(store: Any, prompt: str, skip: set[str], budget: int) -> tuple
     return ("\n".join(parts), ids) if ids else ("", [])
 
 
-def _ingest_turn(store: Any, text: str, role: str, reply_to: str) -> Any:
+def _ingest_turn(store: Store, text: str, role: str, reply_to: str) -> Any:
     """Store one conversation turn with the turn it answers as its indexed context.
 
     The store would take the session's previous entry for that, which in an Aider chat is the
@@ -844,7 +848,7 @@ def _new_replies(payload: dict, state: dict, last: Any = None) -> list[str]:
     return out
 
 
-def _store_turns(store: Any, state: dict, replies: list[str], prompt: str | None) -> None:
+def _store_turns(store: Store, state: dict, replies: list[str], prompt: str | None) -> None:
     """Store ``replies`` (each as an answer to the session's last prompt), then ``prompt`` (as
     following the last reply), and remember in ``state`` what they answer."""
     from ..store.db import CONTEXT_CHARS
@@ -1099,7 +1103,7 @@ def _observe_result(tracker, name, args, result, block, turn, root, lookup, resu
 
 
 def _checkpoint_dir(store_dir: Path) -> Path:
-    """Where the Aider session keeps them too (``integration.continuity.CHECKPOINT_DIRNAME``;
+    """Where the Aider session keeps them too (``integration.keeper.CHECKPOINT_DIRNAME``;
     not imported from there: that module imports Aider, seconds a hook cannot spend)."""
     return store_dir / CHECKPOINT_DIRNAME
 
@@ -1171,10 +1175,10 @@ def _compacted(payload: dict, session: Any, book: Any, folder: Path, root: Path,
     return {"text": "\n".join(lines), "checkpoint": str(path)}
 
 
-def _save_facts(store: Any, book: Any) -> None:
+def _save_facts(store: Store, book: Any) -> None:
     """The facts go to the store too, so the MCP server and a later Aider session can read
     them (the checkpoint file is the copy that needs no store)."""
-    from ..store.facts import save_facts
+    from ..continuity.sync import save_facts
 
     try:
         save_facts(store, store.session_id, list(book))

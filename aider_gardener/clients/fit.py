@@ -1,13 +1,13 @@
 """A summary cut to what Claude Code passes on whole, its facts first.
 
-Claude Code saves a tool result longer than its tool's limit to a file and shows the model a
-2 KB preview of it instead, so a summary that does not fit loses its facts and the id that gets
-the rest back. The hook therefore cuts every replacement to the smaller of a token budget of its
-own (``GARDENER_HOOK_SUMMARY_TOKENS``, 2,000) and the tool's limit with a margin. What stays, in
-order: each line carrying a fact (``aider_gardener.facts``) no line before it carries, named facts
-(a failing test, an exception, an error code) before mere locations, with the summary's first and
-last lines after the first of them; then the lines repeating facts; then the head and tail of the
-rest. A folded template (``[×12] …``) is one line that stands for its count. What is left out is
+Claude Code saves a tool result longer than its tool's limit to a file and shows the model a 2 KB
+preview of it instead, so a summary that does not fit loses its facts and the id that gets the rest
+back. The hook therefore cuts every replacement to the smaller of a token budget of its own
+(``GARDENER_HOOK_SUMMARY_TOKENS``, 2,000) and the tool's limit with a margin. What stays, in order:
+each line carrying a critical fact (``aider_gardener.critical``) no line before it carries, named
+facts (a failing test, an exception, an error code) before mere locations, with the summary's first
+and last lines after the first of them; then the lines repeating facts; then the head and tail of
+the rest. A folded template (``[×12] …``) is one line that stands for its count. What is left out is
 said in one line; the caller's first line names the stored id and the tools that get it back.
 
 The limits below are Claude Code's (checked with the real CLI in
@@ -115,13 +115,13 @@ def _weight(line: str) -> int:
 def _keys(line: str) -> set[tuple[str, str]]:
     """The facts one line carries, as keys comparable with ``fact_keys`` of the original:
     locations as (file name, line), other facts by kind and value."""
-    from .. import facts
+    from .. import critical
 
-    found = facts.extract(line)
+    found = critical.extract(line)
     keys = {(kind, v) for kind, values in found.items() if kind not in _PLACES for v in values}
     if any(c.isdigit() for c in line):
-        keys |= {("@", f"{name}:{n}") for name, n in facts.locations(line.replace("\\", "/"))}
-        for name, numbers in facts.grouped_locations([line]).items():
+        keys |= {("@", f"{name}:{n}") for name, n in critical.locations(line.replace("\\", "/"))}
+        for name, numbers in critical.grouped_locations([line]).items():
             keys |= {("@", f"{name}:{n}") for n in numbers}
     return keys
 
@@ -130,7 +130,7 @@ _PLACES = ("path_lines", "frames")
 
 
 def fact_keys(found: dict[str, set[str]]) -> set[tuple[str, str]]:
-    """``facts.extract`` output as the keys ``_keys`` gives a line."""
+    """``critical.extract`` output as the keys ``_keys`` gives a line."""
     out = set()
     for kind, values in found.items():
         for v in values:

@@ -29,9 +29,13 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Callable, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Callable, NamedTuple
 
 from ..redact import redact, redact_range
+
+if TYPE_CHECKING:
+    from ..store.db import Store
+
 
 log = logging.getLogger(__name__)
 
@@ -318,7 +322,7 @@ class GardenerTools:
         if store is not None:
             _close_quietly(store)
 
-    def _entry(self, store: Any, entry_id: str, *, active: bool = True) -> Any:
+    def _entry(self, store: Store, entry_id: str, *, active: bool = True) -> Any:
         """The entry a handle names; a tool error for a malformed, unknown or (``active``)
         hidden one."""
         eid = _parse_id(entry_id)
@@ -331,7 +335,7 @@ class GardenerTools:
             raise _error(_hidden_note(entry))
         return entry
 
-    def _by_id(self, store: Any, words: list[str]) -> list[Any] | None:
+    def _by_id(self, store: Store, words: list[str]) -> list[Any] | None:
         """The entries a query of ids names, or None when it is a search: as Aider's
         ``/recall``, a ten-letter word the store does not know ("exceptions") is searched for,
         unless it was written as a handle (``id=...``)."""
@@ -519,7 +523,7 @@ def _error(message: str) -> Exception:
     return ToolError(message)
 
 
-def _close_quietly(store: Any) -> None:
+def _close_quietly(store: Store) -> None:
     try:
         store.close()
     except Exception as err:  # noqa: BLE001
@@ -575,7 +579,7 @@ def _origin(entry: Any) -> str | None:
     return redact(origin) if origin else None
 
 
-def _model_name(store: Any) -> str | None:
+def _model_name(store: Store) -> str | None:
     """The store's embedding model (``model_choice``), None without vectors."""
     if getattr(store, "vectors", None) is None:
         return None
@@ -609,7 +613,7 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _search_mode(store: Any) -> str:
+def _search_mode(store: Store) -> str:
     index = getattr(store, "vectors", None)
     if index is None:
         return "full-text"
@@ -717,7 +721,7 @@ class _SessionView:
     """The store as ``pressure.context_pressure`` reads it, with another session as its own:
     the figures for the session a hook is writing, not for this server's."""
 
-    def __init__(self, store: Any, session_id: str) -> None:
+    def __init__(self, store: Store, session_id: str) -> None:
         self._store = store
         self.session_id = session_id
         self.scope = "session"

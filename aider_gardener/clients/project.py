@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 STORE_ENV = "AIDER_GARDENER_STORE"
 PROJECT_ENV = "CLAUDE_PROJECT_DIR"
-CHECKPOINT_DIRNAME = "checkpoints"  # integration.continuity's, which imports Aider
+CHECKPOINT_DIRNAME = "checkpoints"  # integration.keeper's, which imports Aider
 MAINTENANCE_INTERVAL = 300.0  # as the Aider session's store (``db.open_store``)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -104,7 +104,7 @@ def open_project_store(
     return opened
 
 
-def latest_client_session(store: Any, exclude: tuple[str, ...] = ()) -> str | None:
+def latest_client_session(store: Store, exclude: tuple[str, ...] = ()) -> str | None:
     """The session that most recently stored an entry (other than ``exclude``, e.g. the
     caller's own): the one a hook is writing now. None when no other session stored any."""
     marks = ",".join("?" * len(exclude)) or "''"
@@ -124,12 +124,12 @@ def latest_client_session(store: Any, exclude: tuple[str, ...] = ()) -> str | No
         return None
 
 
-def checkpoint_folder(store: Any) -> Path:
+def checkpoint_folder(store: Store) -> Path:
     return Path(store.dir) / CHECKPOINT_DIRNAME
 
 
 def write_client_checkpoint(
-    store: Any,
+    store: Store,
     note: str | None = None,
     *,
     trigger: str = "manual",
@@ -154,7 +154,7 @@ def write_client_checkpoint(
     book = FactBook()
     if sid:
         try:
-            from ..store.facts import load_facts
+            from ..continuity.sync import load_facts
 
             book = FactBook(load_facts(store, sid))
         except Exception as err:  # noqa: BLE001 - a checkpoint from the last one still helps

@@ -20,7 +20,11 @@ import logging
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from ..store.db import Store
+
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,7 @@ def _idf(rows: int, holding: int) -> float:
     return idf if idf > 0 else NO_IDF
 
 
-def _weight(store: Any, prompt: str) -> tuple[float, int]:
+def _weight(store: Store, prompt: str) -> tuple[float, int]:
     """The prompt's word weight (idf summed over the terms the store searches) and the rows of
     the full-text index."""
     from ..store.query import query_terms
@@ -84,7 +88,7 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def score(store: Any, prompt: str, hits: Iterable[Any]) -> list[Scored]:
+def score(store: Store, prompt: str, hits: Iterable[Any]) -> list[Scored]:
     """Each hit with its scores, in the hits' order. Never raises: a store that cannot be read
     scores every hit 0, so nothing is injected rather than anything."""
     hits = list(hits)
@@ -107,7 +111,7 @@ def score(store: Any, prompt: str, hits: Iterable[Any]) -> list[Scored]:
     return out
 
 
-def relevant(store: Any, prompt: str, hits: Iterable[Any]) -> list[Any]:
+def relevant(store: Store, prompt: str, hits: Iterable[Any]) -> list[Any]:
     """The hits above both floors, in their order."""
     return [s.hit for s in score(store, prompt, hits) if s.relevant]
 
@@ -136,7 +140,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= NAME_MAX else text[: NAME_MAX - 1] + "…"
 
 
-def added_line(store: Any, ids: list[str]) -> str | None:
+def added_line(store: Store, ids: list[str]) -> str | None:
     """The one line shown to the user saying what the prompt got: ``gardener: recalled 2
     entries: ab3… (portal.py), cd4… ("in the portal, …")``; None when it got nothing."""
     if not ids:

@@ -11,7 +11,7 @@ import logging
 import re
 from typing import Callable
 
-from .. import facts
+from .. import critical
 from ..types import Compressed, CompressOptions
 
 log = logging.getLogger(__name__)
@@ -29,11 +29,11 @@ def strip_ansi(text: str) -> str:
 def clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
     """Very long lines (minified JS, base64, one-line JSON) would defeat line-based compression.
     A line carrying critical facts (a FATAL line with its exception, a frame list) is cut only
-    in its free text (``facts.shorten``): its codes, locations and frames all stay."""
+    in its free text (``critical.shorten``): its codes, locations and frames all stay."""
     if len(line) <= limit:
         return line
-    if len(line) <= facts.SCAN_MAX:
-        short = facts.shorten(line, limit)
+    if len(line) <= critical.SCAN_MAX:
+        short = critical.shorten(line, limit)
         if short is not None:
             return short
     head = limit * 3 // 4

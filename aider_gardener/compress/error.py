@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .. import facts
+from .. import critical
 from ..types import Compressed, CompressOptions
 from .base import clip_line
 
@@ -677,9 +677,9 @@ def _marker(run: list[_Frame]) -> str:
     if len(places) > 3:
         parts.append("…")
     noun = "frame" if len(run) == 1 else "frames"
-    # every distinct frame location stays (a critical fact, ``facts.frames``), compactly
+    # every distinct frame location stays (a critical fact, ``critical.frames``), compactly
     locs: dict[str, None] = {}
     for f in run:
-        locs.update(dict.fromkeys(sorted(facts.frames("\n".join(f.lines)))))
+        locs.update(dict.fromkeys(sorted(critical.frames("\n".join(f.lines)))))
     at = f": {' '.join(locs)}" if locs else ""
     return f"… {len(run)} {noun} in {', '.join(parts)}{at} …"

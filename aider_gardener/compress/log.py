@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from .. import facts as shared
+from .. import critical as shared
 from ..types import Compressed, CompressOptions
 from . import paths, testrun
 from .base import clip_line
@@ -326,7 +326,7 @@ class _Compressor:
         return facts
 
     def _shared_facts(self) -> dict[int, tuple[str, ...]]:
-        """Lines carrying a fact of the shared definition (``aider_gardener/facts.py``) the
+        """Lines carrying a fact of the shared definition (``aider_gardener/critical.py``) the
         rules above do not see: frames of any origin (library ones too, ``called by`` lists),
         npm/tool codes on non-error lines (``52 error code E403``), terraform actions. Such a
         line is important, so it is never folded into a template or an omitted block."""

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from .. import facts as critical
+from .. import critical
 from ..compress.base import strip_ansi
 from ..compress.testrun import detect_runner, parse_test_run, split_output
 from .facts import LINE_MAX, LISTING_KINDS, ErrorSig, clip  # noqa: F401  (callers use extract.X)

@@ -18,17 +18,20 @@ store.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aider.commands import Commands
 
 from .commands_continuity import ContinuityCommands
 from .commands_pressure import PressureCommands
 from .commands_recall import ENTRY_ID, RecallCommands  # noqa: F401  (re-exported)
-from .continuity import tracker_of
 from .ingest import sync
+from .keeper import tracker_of
 from .options import config_from_args
 from .session import GardenerSession, model_name, passive_coders
+
+if TYPE_CHECKING:
+    from .seams import CoderLike
 
 
 @contextlib.contextmanager
@@ -63,7 +66,7 @@ def _command_outcome():
 
 
 class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Commands):
-    def __init__(self, io: Any, coder: Any, *args: Any, gardener: Any = None, **kwargs: Any):
+    def __init__(self, io: Any, coder: CoderLike, *args: Any, gardener: Any = None, **kwargs: Any):
         super().__init__(io, coder, *args, **kwargs)
         self.gardener: GardenerSession = gardener or GardenerSession(config_from_args(self.args))
         self.gardener.io = io

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .continuity import checkpoint_folder, continuity_of
+from .keeper import checkpoint_folder, keeper_of
 
 
 class ContinuityCommands:
@@ -26,7 +26,7 @@ class ContinuityCommands:
         if session.config.state_tokens <= 0:
             self.io.tool_output("No session state: the block is off (--gardener-state-tokens 0).")
             return
-        keeper = continuity_of(session)
+        keeper = keeper_of(session)
         pair = keeper.state_pair(self.coder)
         if not pair:
             self.io.tool_output(
@@ -48,7 +48,7 @@ class ContinuityCommands:
             return
         from ..continuity.checkpoint import CheckpointError
 
-        keeper = continuity_of(session)
+        keeper = keeper_of(session)
         try:
             path = keeper.checkpoint(self.coder, "manual", note=args.strip() or None)
         except CheckpointError as err:
@@ -67,7 +67,7 @@ class ContinuityCommands:
             return
         from ..continuity.checkpoint import CheckpointError
 
-        keeper = continuity_of(session)
+        keeper = keeper_of(session)
         coder = self.coder
         try:  # written, read back and validated: only then is the history cleared
             path = keeper.checkpoint(coder, "soft-restart", note=args.strip() or None)
@@ -101,7 +101,7 @@ class ContinuityCommands:
 
         folder = self._checkpoint_folder(session)
         paths = list_checkpoints(folder)
-        shown = continuity_of(session)._show(folder)
+        shown = keeper_of(session)._show(folder)
         if not paths:
             self.io.tool_output(f"No checkpoints in {shown}.")
             return
@@ -120,7 +120,7 @@ class ContinuityCommands:
             self.io.tool_output(line)
 
     def _checkpoint_folder(self, session) -> Path:
-        keeper = continuity_of(session)
+        keeper = keeper_of(session)
         return keeper.folder or checkpoint_folder(session, self.coder)
 
     def completions_resume(self):
@@ -140,7 +140,7 @@ class ContinuityCommands:
             return
         from ..continuity.checkpoint import CheckpointError, find_checkpoint
 
-        keeper = continuity_of(session)
+        keeper = keeper_of(session)
         coder = self.coder
         target = args.strip()
         folder = self._checkpoint_folder(session)

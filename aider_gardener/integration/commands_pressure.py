@@ -8,7 +8,11 @@ written), so running them twice shows the same numbers and their totals are the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .seams import CoderLike
+
 
 MAX_LISTED = 12
 
@@ -65,7 +69,7 @@ def _nothing(io: Any, session: Any, before: int, amount: int | None) -> None:
     )
 
 
-def _request(coder: Any, session: Any) -> int | None:
+def _request(coder: CoderLike, session: Any) -> int | None:
     """The next request's tokens, as ``/tokens`` counts them (None if it cannot be measured)."""
     from .report import measure
 
@@ -73,7 +77,7 @@ def _request(coder: Any, session: Any) -> int | None:
     return None if live is None else live["total"]
 
 
-def _evict(coder: Any, session: Any, io: Any, amount: int | None) -> None:
+def _evict(coder: CoderLike, session: Any, io: Any, amount: int | None) -> None:
     """Run eviction's own plan (the one ``/context-pressure`` lists) and report what it did:
     "freed" is what the whole next request lost, recalled context and all, not the sum of the
     messages' savings, which overstated it (decision 091)."""

@@ -23,15 +23,19 @@ import shlex
 import shutil
 import subprocess
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..redact import redact, secret_kinds
 from ..store.floor import close
 from ..store.recall import recall
 from ..tokens import count_tokens
-from .continuity import continuity_of
 from .ingest import RECALL_HEADER
+from .keeper import keeper_of
 from .session import MessageMeta, model_name, swap, window_of
+
+if TYPE_CHECKING:
+    from ..store.db import Store
+
 
 ENTRY_ID = re.compile(r"^[a-z2-7]{10}$")
 RECALL_LIMIT = 5
@@ -117,7 +121,7 @@ def _hidden_note(entry: Any) -> str | None:
     return f"id={entry.id} is forgotten; /restore {entry.id} brings it back."
 
 
-def _full_text_only(store: Any) -> str:
+def _full_text_only(store: Store) -> str:
     """ " by full text only (...)" when vectors are on but could not answer this search, so
     a miss is not read as "nothing similar is stored"; "" otherwise."""
     index = getattr(store, "vectors", None)
@@ -179,7 +183,7 @@ class RecallCommands:
                 "/recall ID --add puts an original in the chat; /show ID prints it whole."
             )
 
-    def _entries_by_id(self, store: Any, words: list[str]) -> list | None:
+    def _entries_by_id(self, store: Store, words: list[str]) -> list | None:
         """The live entries named by ``words`` when they are ids the store knows (telling the
         user about unknown and forgotten ones); None when the words are a query. A word shaped
         like an id that the store does not have is searched for (a ten-letter word is
@@ -245,7 +249,7 @@ class RecallCommands:
             return 1 << 62, 0, used
         return max(0, int(ROOM_SHARE * window) - used), window, used
 
-    def _add_recalled(self, store: Any, entries: list) -> None:
+    def _add_recalled(self, store: Store, entries: list) -> None:
         session = self.gardener
         in_chat = self._verbatim_in_chat()
         todo = []
@@ -377,7 +381,7 @@ class RecallCommands:
             elif entry is not None:
                 self._show(store, entry, "--all" in flags)
 
-    def _show(self, store: Any, entry: Any, everything: bool) -> None:
+    def _show(self, store: Store, entry: Any, everything: bool) -> None:
         text = entry.original.rstrip("\n")
         lines = text.splitlines()
         self.io.tool_output(
@@ -456,7 +460,7 @@ class RecallCommands:
                 "forget", self._forget_in_chat, gone, default=(None, 0, 0)
             )
             facts = self.gardener.attempt(
-                "forget", continuity_of(self.gardener).forget, gone, default=0
+                "forget", keeper_of(self.gardener).forget, gone, default=0
             )
             if kept:
                 self.io.tool_output(
@@ -560,7 +564,7 @@ class RecallCommands:
         store = self._store()
         return None if store is None else (flags, words, store)
 
-    def _known(self, store: Any, word: str) -> Any:
+    def _known(self, store: Store, word: str) -> Any:
         entry = store.get(word) if ENTRY_ID.match(word) else None
         if entry is None:
             self.io.tool_error(f"No stored entry {word}.")
@@ -708,7 +712,7 @@ def _pager() -> list[str] | None:
     return argv
 
 
-def _write_shown(store: Any, entry: Any) -> str | None:
+def _write_shown(store: Store, entry: Any) -> str | None:
     """The whole original in ``<store folder>/shown/ID.txt`` (0600, like the store), as a path
     relative to the working directory when it is below it; None for an in-memory store."""
     if getattr(store, "path", None) is None:

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store.priority import BASE, DEFAULT_BASE, RECENCY_MAX, REFERENCE_STEP
 from ..tokens import count_tokens
-from .continuity import mark_messages
 from .ingest import EDIT_MARKERS
+from .keeper import mark_messages
 from .session import GardenerSession, MessageMeta, framing, model_name, reference_text, swap
+
+if TYPE_CHECKING:
+    from .seams import CoderLike
+
 
 LOW_WATER = 0.8
 BATCH_SHARE = 0.1
@@ -80,7 +84,7 @@ def priority(meta: MessageMeta, session: GardenerSession) -> float:
     return score
 
 
-def history_tokens(session: GardenerSession, coder: Any, pinned: bool = True) -> int:
+def history_tokens(session: GardenerSession, coder: CoderLike, pinned: bool = True) -> int:
     """The chat history as the request counts it: each message's text plus ``framing``.
     ``pinned=False`` leaves out pinned messages, which the budget does not pay for."""
     model = model_name(coder)
@@ -97,7 +101,7 @@ def history_tokens(session: GardenerSession, coder: Any, pinned: bool = True) ->
     return total
 
 
-def _slots(session: GardenerSession, coder: Any, hard: bool) -> list[Slot]:
+def _slots(session: GardenerSession, coder: CoderLike, hard: bool) -> list[Slot]:
     out = []
     recent = session.config.recent_turns
     cur = coder.cur_messages
@@ -154,7 +158,7 @@ class Plan:
     hard: bool
 
 
-def plan(session: GardenerSession, coder: Any, hard_target: int | None = None) -> Plan:
+def plan(session: GardenerSession, coder: CoderLike, hard_target: int | None = None) -> Plan:
     """What ``evict`` will do, in the order it does it, changing nothing. ``/evict`` runs this
     plan and ``/context-pressure`` lists its first steps, so the forecast is the act.
 
@@ -163,7 +167,7 @@ def plan(session: GardenerSession, coder: Any, hard_target: int | None = None) -
     or open errors. Only a hard target (the window would overflow, or ``/evict N``) may put a
     pinned original back to its summary, and that comes before any pair is dropped."""
     hard = hard_target is not None
-    if session.continuity is not None:
+    if session.keeper is not None:
         mark_messages(session)  # what the facts know about failures and fixes, as priorities
     budget = session.budget(coder)
     total = before = history_tokens(session, coder)
@@ -236,7 +240,10 @@ def plan(session: GardenerSession, coder: Any, hard_target: int | None = None) -
 
 
 def evict(
-    session: GardenerSession, coder: Any, hard_target: int | None = None, todo: Plan | None = None
+    session: GardenerSession,
+    coder: CoderLike,
+    hard_target: int | None = None,
+    todo: Plan | None = None,
 ) -> EvictionReport:
     """Age and, if over budget (or above ``hard_target`` on overflow), evict in place: the
     steps of ``plan`` (``todo`` when the caller made it just now), in its order."""
@@ -251,7 +258,7 @@ def evict(
     return report
 
 
-def apply(session: GardenerSession, coder: Any, todo: Plan) -> EvictionReport:
+def apply(session: GardenerSession, coder: CoderLike, todo: Plan) -> EvictionReport:
     report = EvictionReport(before=todo.before, budget=todo.budget)
     model = model_name(coder)
     checkpointed = False
@@ -259,9 +266,9 @@ def apply(session: GardenerSession, coder: Any, todo: Plan) -> EvictionReport:
     for step in todo.steps:
         if step.action in ("ref", "drop") and not checkpointed:
             checkpointed = True
-            if session.continuity is not None:
+            if session.keeper is not None:
                 # tiers 2-3 lose detail from the prompt: keep the thread on disk first
-                session.attempt("checkpoint", session.continuity.auto_checkpoint, coder, "eviction")
+                session.attempt("checkpoint", session.keeper.auto_checkpoint, coder, "eviction")
         s = step.slots[0]
         if step.action == "summary":
             swap(session, s.lst, s.index, s.meta, "summary")

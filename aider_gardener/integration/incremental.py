@@ -13,11 +13,15 @@ loses nothing; only the request is built from the view.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..redact import redact
 from ..tokens import count_tokens
 from .session import GardenerSession, MessageMeta, model_name
+
+if TYPE_CHECKING:
+    from .seams import CoderLike
+
 
 COMPILED_SHARE = 0.25
 LOW_WATER = 0.5
@@ -83,7 +87,7 @@ def compile_summary(session: GardenerSession, old: list[dict], cap: int, model: 
     return head + "\n" + "\n".join(lines[start:])
 
 
-def incremental_view(session: GardenerSession, coder: Any, chunks: Any) -> Any:
+def incremental_view(session: GardenerSession, coder: CoderLike, chunks: Any) -> Any:
     """Rebuild ``chunks.done``/``chunks.cur`` (new lists) from the compiled summary and the
     last turns; the shared lists are not touched."""
     done, cur = coder.done_messages, coder.cur_messages

@@ -16,14 +16,19 @@ its summary then gets its handle back. Why: docs/decisions/092-big-outputs-in-th
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..redact import find_secrets, redact
 from ..store.priority import extract_keys
 from ..tokens import count_tokens
 from ..types import ContentClass, Source, handle_line
-from .continuity import tracker_of
+from .keeper import tracker_of
 from .session import GardenerSession, Hint, MessageMeta, model_name, swap
+
+if TYPE_CHECKING:
+    from ..store.db import Store
+    from .seams import CoderLike
+
 
 # Aider's prompts.run_output, the shape /run and /test output enters the chat in.
 RUN_OUTPUT = re.compile(
@@ -70,7 +75,7 @@ def unkept_line(reason: str | None) -> str:
     return UNKEPT.get(reason or "", UNKEPT_DEFAULT)
 
 
-def sync(session: GardenerSession, coder: Any) -> list[MessageMeta]:
+def sync(session: GardenerSession, coder: CoderLike) -> list[MessageMeta]:
     """Give every message in the coder's history a record (ingesting new ones), throttle large
     command output, and forget records of messages that left the lists. Returns new records."""
     new: list[MessageMeta] = []
@@ -170,7 +175,7 @@ CRITICAL_LINE = re.compile(
 )
 
 
-def fit_summary(meta: MessageMeta, limit: int, coder: Any) -> None:
+def fit_summary(meta: MessageMeta, limit: int, coder: CoderLike) -> None:
     """Cut a throttled output's summary to at most ``limit`` tokens, message text and handle
     line included. The compressors bound a summary by what its content needs, not by the
     user's ``--gardener-max-output``: a 28k-token pytest log with many distinct warnings
@@ -259,7 +264,7 @@ def classify_message(role: str, content: str, hint: Hint | None) -> tuple[str, s
     return "prompt", None, content
 
 
-def ingest_message(session: GardenerSession, coder: Any, msg: dict) -> MessageMeta:
+def ingest_message(session: GardenerSession, coder: CoderLike, msg: dict) -> MessageMeta:
     content: str = msg["content"]
     role = str(msg.get("role") or "user")
     hint = session.hints.pop(content, None)
@@ -390,7 +395,7 @@ def _without_handle(entry: Any, line: str) -> str:
     return summary.rstrip()[: -len(handle)] + line
 
 
-def note_references(session: GardenerSession, meta: MessageMeta, store: Any) -> None:
+def note_references(session: GardenerSession, meta: MessageMeta, store: Store) -> None:
     """A prompt or reply that names an earlier message's paths, identifiers, error codes or id
     keeps that message out of aging for a few more turns (and raises its stored priority)."""
     if meta.kind not in ("prompt", "reply"):

@@ -21,13 +21,13 @@ import contextlib
 import hashlib
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..tokens import count_tokens
-from .continuity import continuity_of, tracker_of
 from .eviction import GardenerSummary, evict, history_tokens
 from .incremental import incremental_view
 from .ingest import sync
+from .keeper import keeper_of, tracker_of
 from .rag import inject, prefetch, preview_recall
 from .refine import refiner_of
 from .session import (
@@ -40,6 +40,14 @@ from .session import (
     passive_observer,
     window_of,
 )
+
+if TYPE_CHECKING:
+    # Only ever a base of Aider's coder classes (registry.py), so mypy reads it as one. Aider is
+    # not followed (pyproject.toml), so this is Any: its attributes and super() calls pass
+    # unchecked, and the mixin itself passes where a ``CoderLike`` (seams.py) is expected.
+    from aider.coders.base_coder import Coder as _CoderBase
+else:
+    _CoderBase = object
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +75,7 @@ def _digest(path: str) -> str:
         return hashlib.blake2b(f.read(), digest_size=16).hexdigest()
 
 
-class GardenerMixin:
+class GardenerMixin(_CoderBase):
     _garden: GardenerSession | None = None
     _garden_passive = True
     _garden_initializing = False
@@ -125,7 +133,7 @@ class GardenerMixin:
                 from ..preload import preload  # first, after Aider's own import of it
 
                 preload()
-            session.attempt("resume", continuity_of(session).start, self)
+            session.attempt("resume", keeper_of(session).start, self)
             session.attempt("store", session.protect_store_folder, self)
             return session
         except Exception as err:  # noqa: BLE001 - never stop Aider from starting
@@ -204,6 +212,7 @@ class GardenerMixin:
         command output that ``/run`` already added as a (user, "Ok.") pair, take the pair out
         and send its (possibly compressed) text once."""
         g = self._garden
+        assert g is not None  # called only from _garden_send_message, with the session
         cur = self.cur_messages
         if (
             len(cur) >= 2
@@ -260,7 +269,7 @@ class GardenerMixin:
                 if g.attempt("overflow", self._garden_prepare_retry, inp, default=False):
                     yield from super().send_message(inp)
             g.attempt("ingest", sync, g, self)  # the reply is stored (and recallable) now
-            g.attempt("facts", continuity_of(g).persist)
+            g.attempt("facts", keeper_of(g).persist)
             if g.config.llm_refine:
                 g.attempt("refine", refiner_of(g).submit, self)
         finally:
@@ -277,6 +286,7 @@ class GardenerMixin:
 
     def _garden_prepare_retry(self, inp: str) -> bool:
         g = self._garden
+        assert g is not None  # called only from _garden_send_message, with the session
         cur = self.cur_messages
         if cur and cur[-1].get("role") == "assistant" and cur[-1].get("content") == OVERFLOW_NOTICE:
             del cur[-1]
@@ -351,7 +361,7 @@ class GardenerMixin:
         are never touched)."""
         if g.config.state_tokens <= 0:
             return
-        pair = continuity_of(g).state_pair(self)
+        pair = keeper_of(g).state_pair(self)
         if pair:
             chunks.done = pair + list(chunks.done)
 
@@ -372,7 +382,7 @@ class GardenerMixin:
         used = self._garden_counted
         if used is None:
             used = self._garden_prompt_tokens(chunks)
-        continuity_of(g).on_pressure(self, used, window)
+        keeper_of(g).on_pressure(self, used, window)
 
     def _garden_view(self, g: GardenerSession, chunks: Any) -> Any:
         """Aider's chunks as the gardener shows them: the incremental view, then the
@@ -398,9 +408,11 @@ class GardenerMixin:
         return True
 
     def _garden_query(self) -> str:
+        g = self._garden
+        assert g is not None  # called only while gardening, with the session
         for msg in reversed(self.cur_messages):
             if msg.get("role") == "user" and isinstance(msg.get("content"), str):
-                meta = self._garden.meta(msg)
+                meta = g.meta(msg)
                 return meta.original if meta is not None else msg["content"]
         return ""
 

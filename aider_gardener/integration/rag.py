@@ -12,13 +12,18 @@ docs/decisions/090-per-turn-recall-latency.md; the incident: 092-big-outputs-in-
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..redact import redact
 from ..store.floor import close
 from ..store.recall import recall
 from ..tokens import count_tokens
 from .session import GardenerSession, model_name
+
+if TYPE_CHECKING:
+    from ..store.db import Store
+    from .seams import CoderLike
+
 
 CANDIDATES = 8
 MAX_HITS = 3
@@ -47,7 +52,7 @@ VECTOR_BUDGET_ENV = "GARDENER_VECTOR_BUDGET_MS"
 VECTOR_BUDGET_MS = 30.0
 
 
-def _mode(store: Any = None) -> str:
+def _mode(store: Store | None = None) -> str:
     """Before a request, never wait for the embedding model: until the store's worker has loaded
     it and opened the vector collection (seconds, in the background), recall is full-text
     only."""
@@ -69,7 +74,7 @@ def _budget_ms() -> float:
         return VECTOR_BUDGET_MS
 
 
-def _mode_in_time(session: GardenerSession, store: Any, query: str) -> str:
+def _mode_in_time(session: GardenerSession, store: Store, query: str) -> str:
     """``_mode``, but "fts" for this request when its query's embedding is not ready within
     ``VECTOR_BUDGET_MS``.
 
@@ -104,7 +109,9 @@ def prefetch(session: GardenerSession, query: str) -> bool:
     return bool(index.prefetch(query[:QUERY_CHARS]))
 
 
-def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[dict], list[str]]:
+def recall_pair(
+    session: GardenerSession, coder: CoderLike, query: str
+) -> tuple[list[dict], list[str]]:
     """The (user, assistant) pair to add, and the entry ids it contains; ([], []) for none."""
     store = session.store
     budget = session.config.rag_tokens
@@ -147,7 +154,7 @@ def recall_pair(session: GardenerSession, coder: Any, query: str) -> tuple[list[
     return [dict(role="user", content=user), dict(role="assistant", content=REPLY)], ids
 
 
-def _chat_text(coder: Any) -> str:
+def _chat_text(coder: CoderLike) -> str:
     """The text of the chat's messages now, to find entries it holds without a record (a
     summary pasted back, history the table lost)."""
     parts = []
@@ -166,7 +173,9 @@ def _fits(chunks: Any) -> bool:
     return not done or done[-1].get("role") == "assistant"  # else alternation would break
 
 
-def preview_recall(session: GardenerSession, coder: Any, chunks: Any, query: str) -> list[str]:
+def preview_recall(
+    session: GardenerSession, coder: CoderLike, chunks: Any, query: str
+) -> list[str]:
     """The pair ``inject`` would add, added to ``chunks`` without recording it anywhere (no
     ``rag_ids``, events or stats; recall of summaries only reads the store): what ``/tokens``
     and ``/context-pressure`` count. Returns its entry ids."""
@@ -178,7 +187,7 @@ def preview_recall(session: GardenerSession, coder: Any, chunks: Any, query: str
     return ids
 
 
-def inject(session: GardenerSession, coder: Any, chunks: Any, query: str) -> int:
+def inject(session: GardenerSession, coder: CoderLike, chunks: Any, query: str) -> int:
     """Append the recall pair to ``chunks.done`` as a new list; returns the entries added."""
     if not _fits(chunks):
         return 0

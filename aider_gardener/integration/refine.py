@@ -19,12 +19,16 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store.priority import extract_keys
 from ..tokens import count_tokens
 from ..types import HANDLE_PREFIX
 from .session import GardenerSession, MessageMeta, model_name, swap
+
+if TYPE_CHECKING:
+    from .seams import CoderLike
+
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +76,7 @@ class Refiner:
 
     # -- main thread ---------------------------------------------------------------------------
 
-    def submit(self, coder: Any) -> int:
+    def submit(self, coder: CoderLike) -> int:
         """Hand the oldest summaries not yet asked about to the worker."""
         weak = getattr(coder.main_model, "weak_model", None) or coder.main_model
         model = model_name(coder)
@@ -93,7 +97,7 @@ class Refiner:
             self._ensure_thread()
         return len(metas)
 
-    def apply(self, coder: Any) -> int:
+    def apply(self, coder: CoderLike) -> int:
         """Swap in finished refinements, in one batch worth ``MIN_SAVING`` tokens."""
         with self._lock:
             ready = [

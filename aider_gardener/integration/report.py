@@ -15,15 +15,20 @@ as a bug. Recommendations name only things the user can do: a chat command that 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from aider.utils import is_image_file
 
-from .continuity import STATE_HEADER
 from .eviction import Plan, Step, history_tokens, plan
 from .incremental import HEADER as INCREMENTAL_HEADER
+from .keeper import STATE_HEADER
 from .rag import HEADER as RECALL_HEADER
 from .session import GardenerSession, framing, model_name, window_of
+
+if TYPE_CHECKING:
+    from ..store.db import Store
+    from .seams import CoderLike
+
 
 HIGH_SHARE = 0.80  # of the window: above it the recommendation is about the biggest part
 SHOW_NEXT = 3  # lowest-priority messages listed as what /evict takes first
@@ -33,7 +38,7 @@ STATE, HISTORY, RECALLED, FILES = "session state", "chat history", "recalled con
 ORDER = (SYSTEM, EXAMPLES, READONLY, REPO, STATE, HISTORY, RECALLED, FILES)
 
 
-def _counter(coder: Any):
+def _counter(coder: CoderLike):
     """Tokens of a message list as Aider counts a request, without the once-per-request
     framing (returned second, so the parts can carry it once)."""
     count = coder.main_model.token_count
@@ -71,7 +76,7 @@ def labelled(messages: Iterable[dict]) -> Iterator[tuple[dict, str | None]]:
         yield msg, label
 
 
-def measure(coder: Any, session: GardenerSession) -> dict[str, Any]:
+def measure(coder: CoderLike, session: GardenerSession) -> dict[str, Any]:
     """The prompt a request sent now would carry, by part and by history class; no side
     effects (``garden_preview``). ``total`` is ``main_model.token_count`` of its messages."""
     with coder.garden_preview():
@@ -109,7 +114,7 @@ def measure(coder: Any, session: GardenerSession) -> dict[str, Any]:
             meta = session.meta(msg)
             original += meta.tokens_full + frame if meta is not None else tokens([msg])
     configured = session.configured_budget(coder)
-    keeper = session.continuity
+    keeper = session.keeper
     state_share = keeper.state_tokens(coder) if keeper is not None else 0
     return {
         "model": model_name(coder),
@@ -130,7 +135,7 @@ def measure(coder: Any, session: GardenerSession) -> dict[str, Any]:
     }
 
 
-def _pending_reminder(coder: Any, chunks: Any) -> int:
+def _pending_reminder(coder: CoderLike, chunks: Any) -> int:
     """Models with ``reminder: user`` get the system reminder appended to the user's message
     (Aider's ``format_chat_chunks``): between turns there is no such message yet, but the next
     request will carry the reminder in it, so it is counted with the system prompt."""
@@ -152,7 +157,7 @@ def _recall_ids(messages: list) -> list[str]:
     return []
 
 
-def forecast(coder: Any, session: GardenerSession) -> tuple[str, Plan]:
+def forecast(coder: CoderLike, session: GardenerSession) -> tuple[str, Plan]:
     """What ``/evict`` would do now, from the plan ``/evict`` itself runs: over the budget,
     ``/evict`` alone; within it (or when the last turns hold it all), ``/evict N``, whose steps
     for any N are the first ones of this list. Read only."""
@@ -174,7 +179,7 @@ def describe_step(step: Step) -> str:
     return f"{name} {meta.cls} {meta.state} -> {step.action} (-{step.freed:,})"
 
 
-def recommendation(live: dict[str, Any], coder: Any) -> str:
+def recommendation(live: dict[str, Any], coder: CoderLike) -> str:
     """One line naming a command (or a restart flag) that acts on the biggest problem."""
     window, total, parts = live["window"], live["total"], live["parts"]
     over = live["history_counted"] - live["history_pinned"] > live["history_limit"]
@@ -202,7 +207,7 @@ def recommendation(live: dict[str, Any], coder: Any) -> str:
     return "Healthy: no action needed."
 
 
-def _largest_files(coder: Any) -> str:
+def _largest_files(coder: CoderLike) -> str:
     sizes = []
     for fname in list(coder.abs_fnames) + list(coder.abs_read_only_fnames):
         try:
@@ -240,7 +245,7 @@ def _forecast_line(live: dict[str, Any]) -> str | None:
     return f"First to go with /evict N, in this order: {shown}" + ("; …" if more > 0 else "") + "."
 
 
-def show_pressure(coder: Any, session: GardenerSession, io: Any) -> None:
+def show_pressure(coder: CoderLike, session: GardenerSession, io: Any) -> None:
     """``/context-pressure``: read only; this session's prompt and this session's entries."""
     live = session.attempt("pressure", measure, coder, session)
     if live is None:
@@ -309,7 +314,7 @@ def show_pressure(coder: Any, session: GardenerSession, io: Any) -> None:
     io.tool_output("Recommendation: " + recommendation(live, coder))
 
 
-def _vectors_line(store: Any, pending: int) -> str:
+def _vectors_line(store: Store, pending: int) -> str:
     """Which model semantic recall uses and whether indexing has caught up: after a switch of
     ``--gardener-embedder`` the whole store is re-indexed, and this is where one sees how far."""
     index = getattr(store, "vectors", None)
@@ -324,7 +329,7 @@ def _vectors_line(store: Any, pending: int) -> str:
     return f"Semantic recall: {name}, {waiting}."
 
 
-def show_tokens(coder: Any, session: GardenerSession, io: Any) -> None:
+def show_tokens(coder: CoderLike, session: GardenerSession, io: Any) -> None:
     """Aider's ``/tokens`` table over the gardened prompt: with the state block and the recall
     pair, and the history as eviction left it, so its total is the request's."""
     live = measure(coder, session)
@@ -370,7 +375,7 @@ def show_tokens(coder: Any, session: GardenerSession, io: Any) -> None:
     io.tool_output(f"{pad}{limit:>{width},} tokens max context window size")
 
 
-def _file_rows(coder: Any, chunk_tokens: int) -> list[tuple[int, str, str]]:
+def _file_rows(coder: CoderLike, chunk_tokens: int) -> list[tuple[int, str, str]]:
     """A row per file, as Aider estimates it, plus the files prompt's own words, so the rows
     still add up to the tokens the file messages take."""
     if not chunk_tokens:

@@ -20,10 +20,15 @@ import contextvars
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from ..redact import redact
 from .options import GardenerConfig
+
+if TYPE_CHECKING:
+    from ..store.db import Store
+    from .seams import CoderLike
+
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +158,7 @@ class TurnEvents:
 @dataclass
 class GardenerSession:
     config: GardenerConfig
-    store: Any = None
+    store: Store | None = None
     table: dict[int, MessageMeta] = field(default_factory=dict)
     hints: dict[str, Hint] = field(default_factory=dict)
     key_index: dict[str, list[MessageMeta]] = field(default_factory=dict)
@@ -169,14 +174,14 @@ class GardenerSession:
     store_failed: bool = False
     rag_ids: list[str] = field(default_factory=list)
     session_id: str = field(default_factory=lambda: _new_session_id())
-    continuity: Any = None  # Continuity, made on first use by ``continuity.keeper``
-    coder: Any = None  # the latest gardened coder (for the exit checkpoint)
+    keeper: Any = None  # Keeper, made on first use by ``keeper.keeper_of``
+    coder: CoderLike | None = None  # the latest gardened coder (for the exit checkpoint)
     exit_hooked: bool = False
     exit_codes: dict[str, int] = field(default_factory=dict)  # command -> status, for ingest
     pending: dict[str, MessageMeta] = field(default_factory=dict)  # entry id -> record (busy)
     refiner: Any = None  # Refiner, made on first use by ``refine.refiner``
 
-    def attach(self, coder: Any) -> None:
+    def attach(self, coder: CoderLike) -> None:
         """A gardened coder became the active one (start, or a mode switch)."""
         self.coder = coder
         self.io = coder.io
@@ -217,7 +222,7 @@ class GardenerSession:
 
     # -- the store -----------------------------------------------------------------------------
 
-    def open_store(self, coder: Any) -> Any:
+    def open_store(self, coder: CoderLike) -> Any:
         """The store, opened on first use (so a failing store costs nothing until needed and
         its failure is one warning, after which the gardener runs without it)."""
         if self.store is not None or self.store_failed:
@@ -252,7 +257,7 @@ class GardenerSession:
         if store is not None and hasattr(store, "new_turn"):
             store.new_turn()
 
-    def protect_store_folder(self, coder: Any) -> None:
+    def protect_store_folder(self, coder: CoderLike) -> None:
         """The store folder's ``.gitignore`` (``store.db.protect_folder``) also where the store
         itself did not make the folder this session: checkpoints are written there without
         it (an in-memory or failed store), and folders of older versions lack one."""
@@ -272,11 +277,11 @@ class GardenerSession:
         if self.exit_hooked:  # closed once: the interpreter's exit must not try it again
             self.exit_hooked = False
             atexit.unregister(self.close)
-        if self.continuity is not None:
-            self.continuity.restore_signals()
-        if self.continuity is not None and self.coder is not None:
-            self.attempt("checkpoint", self.continuity.at_exit, self.coder)
-            self.attempt("facts", self.continuity.persist)
+        if self.keeper is not None:
+            self.keeper.restore_signals()
+        if self.keeper is not None and self.coder is not None:
+            self.attempt("checkpoint", self.keeper.at_exit, self.coder)
+            self.attempt("facts", self.keeper.persist)
             self.attempt("store", self.protect_store_folder, self.coder)
         store, self.store = self.store, None
         if store is not None:
@@ -350,14 +355,14 @@ class GardenerSession:
 
     # -- budget --------------------------------------------------------------------------------
 
-    def budget(self, coder: Any) -> int:
+    def budget(self, coder: CoderLike) -> int:
         """History tokens allowed; the session-state block, which heads the history, is paid
         for out of it (at most half)."""
         total = self.configured_budget(coder)
-        state = self.continuity.state_tokens(coder) if self.continuity is not None else 0
+        state = self.keeper.state_tokens(coder) if self.keeper is not None else 0
         return max(total // 2, total - state)
 
-    def configured_budget(self, coder: Any) -> int:
+    def configured_budget(self, coder: CoderLike) -> int:
         """The budget as the user set it (``--gardener-budget``, else Aider's history size):
         what reports show, with the state block's share beside it, never netted into it."""
         if self.config.budget:
@@ -372,7 +377,7 @@ def _new_session_id() -> str:
     return new_session_id()
 
 
-def aider_history_tokens(coder: Any) -> int:
+def aider_history_tokens(coder: CoderLike) -> int:
     """The history size at which Aider would summarize: its summarizer's ``max_tokens`` (which
     ``GardenerSummary`` keeps), else the model's ``max_chat_history_tokens``; 0 when neither is
     there. Aider's ``Model`` always computes the latter, so its rule is not repeated here."""
@@ -389,7 +394,7 @@ def aider_history_tokens(coder: Any) -> int:
     return 0
 
 
-def window_of(coder: Any) -> int:
+def window_of(coder: CoderLike) -> int:
     try:
         return int(coder.main_model.info.get("max_input_tokens") or 0)
     except Exception:  # noqa: BLE001
@@ -399,7 +404,7 @@ def window_of(coder: Any) -> int:
 # -- messages: what several steps do to a message or ask of the model -------------------------
 
 
-def model_name(coder: Any) -> str:
+def model_name(coder: CoderLike) -> str:
     try:
         return coder.main_model.name
     except Exception:  # noqa: BLE001
@@ -447,7 +452,7 @@ def _first_line(text: str, limit: int = 100) -> str:
 _FRAMING: dict[str, int] = {}  # model name -> tokens a message adds beyond its text
 
 
-def framing(coder: Any) -> int:
+def framing(coder: CoderLike) -> int:
     """Tokens Aider's count of a request adds to each message beyond its text (role and
     separators: 4 for OpenAI's tokenizers). Eviction counts them too, so its history is the
     number ``/tokens`` and ``/context-pressure`` show, not one a few tokens a message lower."""

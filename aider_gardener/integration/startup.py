@@ -19,9 +19,13 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .session import GardenerSession
+
+if TYPE_CHECKING:
+    from .seams import CoderLike
+
 
 WIDTH = 80  # the line must not wrap in a terminal of this width
 DELAY = 0.3  # seconds after the first prompt is asked for before the background work starts
@@ -31,7 +35,7 @@ _started = False
 _lock = threading.Lock()
 
 
-def startup_line(session: GardenerSession, coder: Any) -> str:
+def startup_line(session: GardenerSession, coder: CoderLike) -> str:
     """E.g. ``gardener: rag mode, history budget 8.0k tokens, store new, semantic recall``:
     the mode, the history size above which it evicts, how many originals the store holds, and
     how recall works, shortened until it fits ``WIDTH`` columns."""
@@ -93,7 +97,7 @@ def _model_recall(path: Path) -> list[str]:
     return [f"semantic recall with {name} (model loading)", f"recall with {name}"]
 
 
-def export_note(session: GardenerSession, coder: Any) -> str | None:
+def export_note(session: GardenerSession, coder: CoderLike) -> str | None:
     """``EXPORT_NOTE`` when this start will export the embedding model (vectors on, ONNX, no
     exported model in the cache yet), else None."""
     if not session.config.vectors or session.config.chroma_url:
@@ -112,7 +116,7 @@ def export_note(session: GardenerSession, coder: Any) -> str | None:
     return EXPORT_NOTE
 
 
-def after_first_prompt(session: GardenerSession, coder: Any) -> None:
+def after_first_prompt(session: GardenerSession, coder: CoderLike) -> None:
     """Start the background work once per process: the numeric stack, then the model."""
     global _started
     with _lock:

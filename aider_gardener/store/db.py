@@ -179,7 +179,7 @@ _V1 = (
     END""",
 )
 
-# v2: the session's structured facts (continuity/facts.py; read and written by store/facts.py).
+# v2: the session's structured facts (continuity/facts.py; read and written by continuity/sync.py).
 _V2 = (
     """CREATE TABLE facts(
         session_id TEXT NOT NULL,

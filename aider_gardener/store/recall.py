@@ -161,16 +161,16 @@ def _recall(
     return hits
 
 
-def recall_fts_only(store: Any, query: str, classes=None, limit: int = 5, full: bool = False):
+def recall_fts_only(store: Store, query: str, classes=None, limit: int = 5, full: bool = False):
     return recall(store, query, classes, limit, full, mode="fts")
 
 
-def recall_vectors_only(store: Any, query: str, classes=None, limit: int = 5, full: bool = False):
+def recall_vectors_only(store: Store, query: str, classes=None, limit: int = 5, full: bool = False):
     return recall(store, query, classes, limit, full, mode="vector")
 
 
 def _vector_ranking(
-    store: Any, query: str, n: int, explicit: bool = False
+    store: Store, query: str, n: int, explicit: bool = False
 ) -> tuple[list[str], dict[str, str], dict[str, float]]:
     """Entries in order of their best chunk's similarity, that chunk's id per entry, and its
     cosine similarity per entry (what ``floor.close`` judges a hit by)."""
@@ -215,7 +215,7 @@ def _model_loaded() -> bool:
 
 
 def _credit_previous(
-    store: Any,
+    store: Store,
     scores: dict[str, float],
     entries: dict[str, Any],
     found_by: dict[str, list[str]],
@@ -245,7 +245,7 @@ def _credit_previous(
 
 
 def _reranked(
-    store: Any,
+    store: Store,
     query: str,
     ordered: list[str],
     entries: dict[str, Any],
@@ -271,13 +271,13 @@ def _reranked(
     return reranking.rerank(query, ordered, texts), chunks
 
 
-def _contexts(store: Any, ids: list[str]) -> dict[str, str]:
+def _contexts(store: Store, ids: list[str]) -> dict[str, str]:
     """The reply context the store indexed with each conversation turn (``db._context``); the
     turn alone still reranks without it."""
     return _texts_by_id(store, "SELECT id, context FROM entries WHERE id IN ({})", ids)
 
 
-def _previous_entries(store: Any, ids: list[str]) -> dict[str, str]:
+def _previous_entries(store: Store, ids: list[str]) -> dict[str, str]:
     """Entry id -> the id of the entry ingested just before it in the same session."""
     if not hasattr(store, "read"):
         return {}
@@ -303,7 +303,7 @@ def _boost(entry: Any, now: float) -> float:
     )
 
 
-def _chunk_texts(store: Any, chunk_ids: list[str]) -> dict[str, str]:
+def _chunk_texts(store: Store, chunk_ids: list[str]) -> dict[str, str]:
     """The text of the best chunks, read from the store's queue table (chromadb keeps no text);
     an excerpt is a nicety, so a failed read gives none."""
     return _texts_by_id(
@@ -311,7 +311,7 @@ def _chunk_texts(store: Any, chunk_ids: list[str]) -> dict[str, str]:
     )
 
 
-def _texts_by_id(store: Any, sql: str, ids: list[str]) -> dict[str, str]:
+def _texts_by_id(store: Store, sql: str, ids: list[str]) -> dict[str, str]:
     if not ids or not hasattr(store, "read"):
         return {}
     query = sql.format(",".join("?" * len(ids)))

@@ -23,11 +23,15 @@ import os
 import re
 import threading
 import time
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from . import embeddings, model_choice
 from .runtime import lower_thread_priority
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from .db import Store
+
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +147,7 @@ def foreground() -> "contextlib.AbstractContextManager[None]":
 
 class EmbeddingWorker:
     def __init__(
-        self, store: Any, index: VectorIndex, batch_size: int = BATCH_SIZE, window: int = 0
+        self, store: Store, index: VectorIndex, batch_size: int = BATCH_SIZE, window: int = 0
     ) -> None:
         self.store = store
         self.index = index
@@ -433,13 +437,13 @@ class EmbeddingWorker:
             log.warning("gardener: %s", message)
 
 
-def take_notes(store: Any) -> list[str]:
+def take_notes(store: Store | None) -> list[str]:
     """The background notes of ``store``'s worker (none without a store or vectors)."""
     worker = getattr(store, "_worker", None)
     return worker.take_notes() if isinstance(worker, EmbeddingWorker) else []
 
 
-def announce(store: Any, tokens: int) -> str | None:
+def announce(store: Store | None, tokens: int) -> str | None:
     """``EmbeddingWorker.announce`` for ``store``'s worker; None without one."""
     worker = getattr(store, "_worker", None)
     return worker.announce(tokens) if isinstance(worker, EmbeddingWorker) else None

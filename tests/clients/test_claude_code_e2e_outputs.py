@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from aider_gardener import facts
+from aider_gardener import critical
 from aider_gardener.clients import fit
 from aider_gardener.clients.claude_hooks import GARDENER_TOOL
 from aider_gardener.tokens import count_tokens
@@ -143,7 +143,7 @@ def fact_lines(text: str) -> list[dict[str, set[str]]]:
     """The facts of each line of ``text`` that carries any."""
     out = []
     for line in text.splitlines():
-        found = {k: v for k, v in facts.extract(line).items() if v}
+        found = {k: v for k, v in critical.extract(line).items() if v}
         if found:
             out.append(found)
     return out
@@ -152,7 +152,7 @@ def fact_lines(text: str) -> list[dict[str, set[str]]]:
 def kept_share(original: str, seen: str) -> float:
     """The share of ``original``'s fact lines whose every fact is in ``seen``."""
     lines = fact_lines(original)
-    s = facts.Summary(seen)
+    s = critical.Summary(seen)
     kept = sum(all(s.has(k, f) for k, v in found.items() for f in v) for found in lines)
     return kept / len(lines)
 
@@ -310,7 +310,7 @@ def test_a_failing_command_is_stored_and_shown_compressed(outputs):
     context = hook_context_text(body, "PostToolUseFailure")
     assert context.startswith(f"[full output stored: id={entry['id']}] "), context[:300]
     assert count_tokens(context) <= count_tokens(o.npm) / 2
-    assert facts.missing(o.npm, context) == {}  # E403 and its frames, compressed
+    assert critical.missing(o.npm, context) == {}  # E403 and its frames, compressed
 
 
 def test_a_big_read_of_a_log_is_replaced(outputs):
@@ -321,7 +321,7 @@ def test_a_big_read_of_a_log_is_replaced(outputs):
     assert [r["original"] for r in entry] == [o.build]
     assert seen.startswith(f"1\t[full output stored: id={entry[0]['id']}] ")  # Read numbers
     assert count_tokens(seen) <= count_tokens(o.build) / 2
-    assert facts.missing(o.build, seen) == {}
+    assert critical.missing(o.build, seen) == {}
 
 
 def test_the_interactive_tui_runs_a_turn_with_the_plugin(claude_cli, tmp_path):  # noqa: F811

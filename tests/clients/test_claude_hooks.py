@@ -1457,7 +1457,7 @@ def test_a_big_output_is_replaced_by_a_summary_without_its_key(repo):
 
 import re  # noqa: E402
 
-from aider_gardener import facts as facts_mod  # noqa: E402
+from aider_gardener import critical as facts_mod  # noqa: E402
 from aider_gardener.clients import claude_read  # noqa: E402
 from aider_gardener.clients import fit as fit_mod  # noqa: E402
 from aider_gardener.tokens import count_tokens  # noqa: E402

@@ -347,8 +347,8 @@ def test_checkpoint_is_what_aiders_checkpoints_lists(world):
         read_checkpoint,
     )
     from aider_gardener.continuity.facts import Fact
-    from aider_gardener.integration.continuity import CHECKPOINT_DIRNAME
-    from aider_gardener.store.facts import save_facts
+    from aider_gardener.continuity.sync import save_facts
+    from aider_gardener.integration.keeper import CHECKPOINT_DIRNAME
 
     # the facts a client session saved (as the hooks may), which the checkpoint must hold
     store = project.open_project_store(

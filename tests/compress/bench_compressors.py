@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aider_gardener import facts
+from aider_gardener import critical
 from aider_gardener.compress.registry import COMPRESSORS
 from aider_gardener.pipeline import compress
 from aider_gardener.tokens import _encoding
@@ -80,5 +80,5 @@ def test_fact_extraction_on_the_npm_debug_log(benchmark):
     """The shared fact definition runs on every output (the pipeline's last step): its cost on
     the 20k-line npm debug log, next to the whole pipeline's above."""
     text = _read(TOOL_OUTPUTS_MORE / NPM_HUGE)
-    found = benchmark(facts.extract, text)
+    found = benchmark(critical.extract, text)
     benchmark.extra_info.update(lines=text.count("\n"), facts=sum(len(v) for v in found.values()))

@@ -6,7 +6,7 @@ import pytest
 from aider.commands import SwitchCoder
 
 from aider_gardener.integration.commands import GardenCommands
-from aider_gardener.integration.continuity import STATE_HEADER
+from aider_gardener.integration.keeper import STATE_HEADER
 from aider_gardener.store.recall import recall
 from tests.integration.helpers import text_of
 

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from aider_gardener.integration.continuity import STATE_HEADER, continuity_of, tracker_of
+from aider_gardener.integration.keeper import STATE_HEADER, keeper_of, tracker_of
 from aider_gardener.integration.rag import HEADER as RECALL_HEADER
 from aider_gardener.store import Store
 from tests.integration.helpers import text_of
@@ -153,7 +153,7 @@ def test_budget_is_shown_as_configured(make_coder, llm, capsys):
     coder = make_coder(fnames=["app.py"], budget=1500)
     llm.replies = ["Noted."]
     coder.run(with_message="use orjson instead of json for the cache files")
-    state = continuity_of(coder.gardener).state_tokens(coder)
+    state = keeper_of(coder.gardener).state_tokens(coder)
     assert state > 0
     capsys.readouterr()
     coder.commands.cmd_context_pressure("")

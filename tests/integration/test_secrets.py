@@ -6,7 +6,7 @@ stubbed."""
 from __future__ import annotations
 
 from aider_gardener.continuity.checkpoint import list_checkpoints
-from aider_gardener.integration.continuity import tracker_of
+from aider_gardener.integration.keeper import tracker_of
 from tests.integration.helpers import text_of
 
 KEY = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 3

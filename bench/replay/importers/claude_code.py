@@ -314,7 +314,7 @@ def turn_of_items(t: Transcript) -> list[int]:
 def _candidates(t: Transcript, turn_items: list[int]) -> list[tuple[int, str, str, str]]:
     """(turn, question, answer, kind) of every fact a probe could ask about: the file an edit
     changed for a prompt, the error lines and critical facts of command outputs."""
-    from aider_gardener import facts
+    from aider_gardener import critical
 
     from .aider_history import ERROR_LINE
 
@@ -332,7 +332,7 @@ def _candidates(t: Transcript, turn_items: list[int]) -> list[tuple[int, str, st
             cmd = value.command[:60]
             for m in list(ERROR_LINE.finditer(value.output))[:3]:
                 out.append((turn, f"What error did `{cmd}` report?", m.group(0), "error"))
-            found = facts.extract(value.output)
+            found = critical.extract(value.output)
             for fact_kind in FACT_KINDS:
                 what = fact_kind.replace("_", " ")[:-1]
                 for fact in sorted(found[fact_kind])[:3]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from aider.dump import dump  # noqa: F401
 from aider.gardener.store import Store
+from aider.gardener.store.recall import recall
 from aider.gardener.types import Source
 
 LOG = "".join(f"INFO worker {i % 4} processed batch {i} in {i % 7}ms\n" for i in range(400))
@@ -44,23 +45,23 @@ class TestGardenerStore(unittest.TestCase):
         self.store.ingest(LOG, Source(role="tool", command="make"))
         error = self.store.ingest(ERROR, Source(role="tool", command="python app.py"))
 
-        hits = self.store.recall("tomli load_settings", limit=3)
+        hits = recall(self.store, "tomli load_settings", limit=3)
         self.assertTrue(hits)
         self.assertEqual(hits[0].entry_id, error.id)
 
-        full = self.store.recall("tomli", limit=1, full=True)
+        full = recall(self.store, "tomli", limit=1, full=True)
         self.assertIn("No module named 'tomli'", full[0].text)
 
     def test_forget_hides_from_recall(self):
         error = self.store.ingest(ERROR, Source(role="tool"))
         self.assertTrue(self.store.forget(error.id))
-        self.assertEqual(self.store.recall("tomli"), [])
+        self.assertEqual(recall(self.store, "tomli"), [])
 
     def test_odd_queries_do_not_raise(self):
         self.store.ingest(ERROR, Source(role="tool"))
         for query in ['"', "NEAR(", "a OR", "*", "", "\x00", "app/loader.py:12"]:
             with self.subTest(query=query):
-                self.assertIsInstance(self.store.recall(query), list)
+                self.assertIsInstance(recall(self.store, query), list)
 
     @unittest.skipIf(os.name == "nt", "POSIX permissions")
     def test_store_file_is_private(self):

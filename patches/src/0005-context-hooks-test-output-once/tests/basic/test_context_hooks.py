@@ -7,6 +7,7 @@ from aider.coders import Coder
 from aider.dump import dump  # noqa: F401
 from aider.gardener.ingest import StoreIngestHook
 from aider.gardener.store import Store
+from aider.gardener.store.recall import recall
 from aider.io import InputOutput
 from aider.models import Model
 from aider.utils import GitTemporaryDirectory
@@ -135,7 +136,7 @@ class TestStoreIngestHook(unittest.TestCase):
                 entry = hook.entry(run)
                 self.assertEqual(entry.command, "make")
                 self.assertEqual(entry.role, "tool")
-                hits = store.recall("parse.c", limit=1, full=True)
+                hits = recall(store, "parse.c", limit=1, full=True)
                 self.assertIn("expected ';'", hits[0].text)
             finally:
                 store.close()

@@ -10,6 +10,7 @@ from prompt_toolkit.output import DummyOutput
 from aider.dump import dump  # noqa: F401
 from aider.gardener.evict import EvictingSummary
 from aider.gardener.store import Store
+from aider.gardener.store.recall import recall
 from aider.history import ChatSummary
 from aider.main import main
 from aider.utils import GitTemporaryDirectory
@@ -88,7 +89,7 @@ class TestEvictingSummary(unittest.TestCase):
 
                 log = next(m["content"] for m in result if "`pytest`" in m["content"])
                 self.assertIn("[full output stored: id=", log)
-                hits = store.recall("test_empty_file", limit=1, full=True)
+                hits = recall(store, "test_empty_file", limit=1, full=True)
                 self.assertIn("2400 passed", hits[0].text)
             finally:
                 store.close()

@@ -10,7 +10,8 @@ coder's ``done_messages`` is never changed.
 
 import math
 
-from .store.db import query_terms
+from .store.query import query_terms
+from .store.recall import recall
 from .tokens import count_tokens
 
 CANDIDATES = 8
@@ -39,7 +40,7 @@ class SessionRecall:
         return ids
 
     def recall_pair(self, chunks, query, model):
-        hits = self.store.recall(query, limit=CANDIDATES)
+        hits = recall(self.store, query, limit=CANDIDATES)
         if not hits:
             return [], []
         prompt = "\n".join(

@@ -1,12 +1,12 @@
-"""The shared definition of critical facts (``aider_gardener/facts.py``): each kind found where a
+"""The shared definition of critical facts (``aider_gardener/critical.py``): each kind found where a
 reader would look for it, the issue 14 losses reproduced and kept, and ``compress --facts``."""
 
 from __future__ import annotations
 
 import pytest
 
-from aider_gardener import facts
-from aider_gardener.cli import main
+from aider_gardener import critical
+from aider_gardener.compress_cli import main
 from aider_gardener.pipeline import compress
 from aider_gardener.types import Source
 from tests.conftest import TOOL_OUTPUTS_MORE
@@ -55,21 +55,21 @@ def _more(name: str) -> str:
     ],
 )
 def test_each_kind_is_found_in_real_outputs(name, kind, fact):
-    assert fact in facts.extract(_more(name))[kind]
+    assert fact in critical.extract(_more(name))[kind]
 
 
 def test_lint_flags_of_a_command_line_are_not_facts():
     """``rustc … -W clippy::all`` configures lints; only a lint a diagnostic names is a fact."""
     line = "Running `rustc --crate-name x -W clippy::all -W clippy::pedantic`"
-    assert not facts.extract(line)["error_codes"]
+    assert not critical.extract(line)["error_codes"]
     assert (
         "clippy::needless_return"
-        in facts.extract("= note: `#[warn(clippy::needless_return)]`")["error_codes"]
+        in critical.extract("= note: `#[warn(clippy::needless_return)]`")["error_codes"]
     )
 
 
 def test_kubectl_running_pods_are_not_facts():
-    pods = facts.extract(_more("kubectl_get_pods_all_namespaces__kmcolli-satellite.txt"))["pods"]
+    pods = critical.extract(_more("kubectl_get_pods_all_namespaces__kmcolli-satellite.txt"))["pods"]
     assert pods and not any(p.endswith(" Running") for p in pods)
 
 
@@ -77,8 +77,8 @@ def test_missing_names_what_a_summary_lost():
     text = (
         "52 error code E403\n    at makeError (/usr/lib/node_modules/npm/lib/request.js:264:12)\n"
     )
-    assert facts.missing(text, text) == {}
-    gone = facts.missing(text, "52 error code <n>")
+    assert critical.missing(text, text) == {}
+    gone = critical.missing(text, "52 error code <n>")
     assert gone == {"error_codes": {"E403"}, "frames": {"request.js:264"}}
 
 
@@ -110,15 +110,15 @@ FATAL = (
 def test_issue_14_losses_are_kept(text):
     """Template folding of 25 ``called by`` lines, and a long FATAL line, lost facts before."""
     result = compress(text, source=Source(role="tool"))
-    assert facts.missing(text, result.summary) == {}
+    assert critical.missing(text, result.summary) == {}
     assert len(result.summary) < len(text)
 
 
 def test_shorten_cuts_free_text_only():
     line = FATAL.strip()
-    short = facts.shorten(line, 200)
+    short = critical.shorten(line, 200)
     assert len(short) < len(line)
-    for fact in facts.line_facts(line):
+    for fact in critical.line_facts(line):
         assert fact in short
 
 
@@ -129,7 +129,7 @@ def test_compress_facts_prints_found_and_kept(tmp_path, capsys):
     out = capsys.readouterr().out
     row = next(x for x in out.splitlines() if x.startswith("a.log") and "log" not in x[5:])
     found, kept = (int(v.replace(",", "")) for v in row.split()[1:3])
-    assert found == kept == sum(len(v) for v in facts.extract(SURFACE).values())
+    assert found == kept == sum(len(v) for v in critical.extract(SURFACE).values())
     assert "fact kind" in out and "arg-type" not in out.split("fact kind")[0].split("b.log")[-1]
 
 
@@ -140,7 +140,7 @@ def test_diagnostics_grouped_by_code_keep_every_location():
         for i in range(49)
     )
     result = compress(text, source=Source(role="tool"))
-    assert facts.missing(text, result.summary) == {}
+    assert critical.missing(text, result.summary) == {}
     assert "TS1005 ×49 — ',' expected. — in src/b.tsx: lines 100,103,106," in result.summary
     assert "; in src/a.tsx: lines 101,102,104," in result.summary
     assert result.tokens_summary < result.tokens_original / 3
@@ -151,7 +151,7 @@ def test_template_folding_lists_every_distinct_frame():
     every distinct ``Class.method:line`` of all 25 (none cut, none repeated)."""
     out = compress(SURFACE, source=Source(role="tool")).summary
     assert out.count("Destroying surface") == 1 and "[×25]" in out
-    frames = facts.extract(SURFACE)["frames"]
+    frames = critical.extract(SURFACE)["frames"]
     assert len(frames) > 100 and all(f in out for f in frames)
     assert out.count("Frame0.step0:100 ") == 1
 
@@ -159,7 +159,7 @@ def test_template_folding_lists_every_distinct_frame():
 def test_a_repr_with_a_number_is_no_file_position():
     """Odoo's ``ir.ui.view(3715,)`` read as ``ir.ui.view`` line 3715 kept a noise line as a fact
     and put it in Claude Code state blocks; ``file.cpp(12,5)`` (MSVC) still is one."""
-    from aider_gardener.facts import PATH_LINE
+    from aider_gardener.critical import PATH_LINE
 
     assert not PATH_LINE.search("'view': ir.ui.view(3715,), 'arch': ...")
     assert PATH_LINE.search("src/a.cpp(12,5): error C2065").groups() == ("src/a.cpp", "12")
@@ -168,14 +168,14 @@ def test_a_repr_with_a_number_is_no_file_position():
 def test_js_frames_are_found_in_linear_time():
     """JS_FRAME's lazy prefix tried every "at " of a line against the rest of it: a line of many
     "at " was quadratic (300 KB: minutes)."""
-    assert finishes(facts.frames, "at " * 100_000 + "x.js:1") == {"x.js:1"}
+    assert finishes(critical.frames, "at " * 100_000 + "x.js:1") == {"x.js:1"}
     stack = (
         "TypeError: x is undefined\n    at run (/app/src/main.js:12:5)\n"
         "    at file:///app/src/boot.mjs:3:1\n"
         "44 verbose stack     at Module._load (/app/lib/load.js:9:2)\n"
         "cat (y.js:4) is no frame, nor is what:5\n"
     )
-    assert facts.frames(stack) == {"main.js:12", "boot.mjs:3", "load.js:9"}
+    assert critical.frames(stack) == {"main.js:12", "boot.mjs:3", "load.js:9"}
 
 
 @pytest.mark.parametrize(
@@ -189,8 +189,8 @@ def test_js_frames_are_found_in_linear_time():
 def test_long_fact_lines_are_scanned_in_linear_time(text):
     """TF_TOTALS (.+?\\.?\\s*$) retried the trailing blanks after every character, and
     CALLED_BY_FRAME ((?:[a-z][\\w$]*\\.)+) started at every segment of "a.a.a…": both quadratic."""
-    assert isinstance(finishes(facts.extract, text), dict)
-    assert facts.terraform("Apply complete! Resources: 3 added, 0 changed, 0 destroyed.\n") == {
+    assert isinstance(finishes(critical.extract, text), dict)
+    assert critical.terraform("Apply complete! Resources: 3 added, 0 changed, 0 destroyed.\n") == {
         "Apply complete! Resources: 3 added, 0 changed, 0 destroyed"
     }
-    assert facts.frames("called by org.acme.Foo.bar:12\n") == {"Foo.bar:12"}
+    assert critical.frames("called by org.acme.Foo.bar:12\n") == {"Foo.bar:12"}

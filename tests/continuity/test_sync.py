@@ -1,4 +1,4 @@
-"""store/facts.py and the v2 migration that adds the ``facts`` table."""
+"""continuity/sync.py and the v2 migration that adds the ``facts`` table."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aider_gardener.continuity.facts import Fact, FactBook
+from aider_gardener.continuity.sync import FactSync, load_facts, save_facts
 from aider_gardener.store import db
 from aider_gardener.store.db import SCHEMA_VERSION, STORE_FILENAME, Store, StoreError
-from aider_gardener.store.facts import FactSync, load_facts, save_facts
 
 
 def rows(store: Store, sql: str, args: tuple = ()) -> list[tuple]:

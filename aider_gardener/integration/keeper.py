@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..continuity.checkpoint import (
     CARRIED_KINDS,
@@ -41,6 +41,10 @@ from ..continuity.state import HEADER, order_key, render_state
 from ..continuity.tracker import FactTracker
 from ..tokens import count_tokens
 from .session import GardenerSession, framing, model_name
+
+if TYPE_CHECKING:
+    from .seams import CoderLike
+
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +65,7 @@ def _k(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
-def checkpoint_folder(session: Any, coder: Any) -> Path:
+def checkpoint_folder(session: Any, coder: CoderLike) -> Path:
     """``checkpoints/`` in the store folder (``--gardener-store`` or ``.aider.gardener/``), found
     without opening the store."""
     store = session.store
@@ -76,8 +80,8 @@ def checkpoint_folder(session: Any, coder: Any) -> Path:
     return Path(folder) / CHECKPOINT_DIRNAME
 
 
-class Continuity:
-    """One session's continuity state; lives in ``GardenerSession.continuity``."""
+class Keeper:
+    """One session's continuity state; lives in ``GardenerSession.keeper``."""
 
     def __init__(self, session: Any) -> None:
         self.session = session
@@ -98,7 +102,7 @@ class Continuity:
 
     # -- start of a session --------------------------------------------------------------------
 
-    def start(self, coder: Any) -> None:
+    def start(self, coder: CoderLike) -> None:
         """On the first gardened coder of the process: resume the latest checkpoint
         (``--gardener-resume``) or carry its open facts forward and offer it; catch SIGHUP and
         SIGTERM for the exit checkpoint."""
@@ -119,14 +123,14 @@ class Continuity:
         self._chat_files(coder)
         self._start_version = self._checkpointed_version = self.tracker.book.version
 
-    def latest(self, coder: Any) -> Checkpoint | None:
+    def latest(self, coder: CoderLike) -> Checkpoint | None:
         """This project's newest checkpoint: one of another project (a store folder shared by
         several, or a planted file) or dated in the future is skipped, and said so in one line."""
         folder = self.folder or checkpoint_folder(self.session, coder)
         project = self.project or str(getattr(coder, "root", "") or "")
         return load_latest(folder, warn=coder.io.tool_warning, project=project or None)
 
-    def _carry(self, coder: Any, latest: Checkpoint) -> None:
+    def _carry(self, coder: CoderLike, latest: Checkpoint) -> None:
         carried = carried_facts(latest.facts)
         line = (
             f"gardener: checkpoint from {latest.created} ({latest.trigger}) available;"
@@ -139,7 +143,7 @@ class Continuity:
             line += f"; carried over: {describe_counts(carried, CARRIED_KINDS)}"
         coder.io.tool_output(line)
 
-    def _chat_files(self, coder: Any) -> None:
+    def _chat_files(self, coder: CoderLike) -> None:
         """The files in the chat now (the command line's, or the ones /resume put back) are
         file facts too, unless the facts already have them in the chat."""
         rel = coder.get_rel_fname
@@ -153,7 +157,7 @@ class Continuity:
             if new:
                 self.tracker.on_files_added(new, self.session.turn, read_only=read_only)
 
-    def resume(self, coder: Any, checkpoint: Checkpoint) -> None:
+    def resume(self, coder: CoderLike, checkpoint: Checkpoint) -> None:
         """Take the checkpoint's facts as this session's facts (the store still holds the
         earlier session's originals for recall) and put its files back in the chat: an Aider
         user expects /resume to restore the working set, not only the model's notes."""
@@ -190,7 +194,7 @@ class Continuity:
             return []
         return [f for f in self.tracker.book.find() if f.session is None and f.kind != "file"]
 
-    def _restore_files(self, coder: Any) -> None:
+    def _restore_files(self, coder: CoderLike) -> None:
         """Add the checkpoint's in-chat files back, under the rules of Aider's own /add: only
         files inside the repository after resolving symlinks, not under ``.git`` or the store,
         not aiderignored, not gitignored (unless ``--add-gitignore-files``). A checkpoint is a
@@ -243,7 +247,7 @@ class Continuity:
         if store is None:
             return 0
         if self._sync is None or self._sync.store is not store:
-            from ..store.facts import FactSync
+            from ..continuity.sync import FactSync
 
             self._sync = FactSync(store, self.session.session_id)
         return self._sync.flush(self.tracker.book)
@@ -258,7 +262,7 @@ class Continuity:
 
     # -- the state block -----------------------------------------------------------------------
 
-    def state_text(self, coder: Any) -> str:
+    def state_text(self, coder: CoderLike) -> str:
         book = self.tracker.book
         if book.version != self._state_version:
             self._state_text = render_state(
@@ -267,7 +271,7 @@ class Continuity:
             self._state_version = book.version
         return self._state_text
 
-    def state_tokens(self, coder: Any) -> int:
+    def state_tokens(self, coder: CoderLike) -> int:
         """Tokens the state pair adds to each request (0 when there is none or it is off)."""
         if self.session.config.state_tokens <= 0:
             return 0
@@ -283,7 +287,7 @@ class Continuity:
             )
         return self._pair_tokens[1]
 
-    def state_pair(self, coder: Any) -> list[dict]:
+    def state_pair(self, coder: CoderLike) -> list[dict]:
         text = self.state_text(coder)
         if not text:
             return []
@@ -294,7 +298,7 @@ class Continuity:
 
     # -- checkpoints ---------------------------------------------------------------------------
 
-    def checkpoint(self, coder: Any, trigger: str, note: str | None = None) -> Path:
+    def checkpoint(self, coder: CoderLike, trigger: str, note: str | None = None) -> Path:
         """Write, read back and validate a checkpoint; raises CheckpointError (nothing is
         reported as saved unless it was verified on disk)."""
         if self.folder is None:
@@ -311,7 +315,7 @@ class Continuity:
         self._checkpointed_version = self.tracker.book.version
         return path
 
-    def auto_checkpoint(self, coder: Any, trigger: str) -> Path | None:
+    def auto_checkpoint(self, coder: CoderLike, trigger: str) -> Path | None:
         """A checkpoint only if facts changed since the last one, and for eviction at most once
         every ``AUTO_EVERY_TURNS`` turns: a session over budget evicts on every turn, and a
         file (write, fsync, read-back) and a status line per turn would cost time and noise for
@@ -331,7 +335,7 @@ class Continuity:
         coder.io.tool_output(f"gardener: checkpoint saved ({trigger}): {self._show(path)}")
         return path
 
-    def at_exit(self, coder: Any, reason: str | None = None) -> Path | None:
+    def at_exit(self, coder: CoderLike, reason: str | None = None) -> Path | None:
         """The process ends: keep the thread for the next session. Nothing is written when the
         session learnt nothing since it started or since its last checkpoint: an empty session
         must not become the latest checkpoint. The line before the write says why exit pauses;
@@ -411,7 +415,7 @@ class Continuity:
 
     # -- pressure ------------------------------------------------------------------------------
 
-    def on_pressure(self, coder: Any, used: int, window: int) -> None:
+    def on_pressure(self, coder: CoderLike, used: int, window: int) -> None:
         """One line when the prompt crosses each warning level (default 70% and 85%), saying
         what the gardener does next; a checkpoint at the first level."""
         if window <= 0:
@@ -452,7 +456,7 @@ def _merged(book: FactBook, own: list[Fact]) -> FactBook:
     return FactBook(facts)
 
 
-def _restorable(coder: Any, root: Path, name: str) -> tuple[Path | None, str]:
+def _restorable(coder: CoderLike, root: Path, name: str) -> tuple[Path | None, str]:
     """(the resolved path, "") when a checkpoint's file may come back into the chat, else
     (None, why not)."""
     raw = Path(name)
@@ -495,7 +499,7 @@ def _listing(paths: list[str]) -> str:
     )
 
 
-def _say(coder: Any, line: str) -> None:
+def _say(coder: CoderLike, line: str) -> None:
     """A status line at exit, when the terminal may be gone (SIGHUP): never let printing stop
     the checkpoint."""
     try:
@@ -521,14 +525,14 @@ def mark_messages(session: GardenerSession) -> None:
             meta.resolved = True
 
 
-def continuity_of(session: GardenerSession) -> Continuity:
+def keeper_of(session: GardenerSession) -> Keeper:
     """The session's continuity (checkpoints, facts, state block), made on first use: the
     session holds it, this layer builds it, so the session imports nothing above it."""
-    if session.continuity is None:
-        session.continuity = Continuity(session)
-    return session.continuity
+    if session.keeper is None:
+        session.keeper = Keeper(session)
+    return session.keeper
 
 
 def tracker_of(session: GardenerSession) -> FactTracker:
     """The session's ``FactTracker`` (its ``book`` holds the facts)."""
-    return continuity_of(session).tracker
+    return keeper_of(session).tracker

@@ -197,7 +197,7 @@ _SCANS: ContextVar[dict | None] = ContextVar("fact_scans", default=None)
 @contextmanager
 def shared_scans() -> Iterator[None]:
     """Within: a whole-text scan (``ref_lines``, ``code_matches``) runs once per text. The log
-    compressor and the pipeline's fact net (``keep_facts``) scan the same 1.5 MB text for the
+    compressor and the pipeline's fact net (``keep_critical``) scan the same 1.5 MB text for the
     same anchors; the results live only as long as the block (one ``pipeline.compress``), in
     this thread's context."""
     token = _SCANS.set({})

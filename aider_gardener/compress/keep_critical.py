@@ -1,7 +1,7 @@
 """The last step of every compression: no critical fact may be lost, whatever a compressor did.
 
 Each compressor protects the facts it knows about in place (the log compressor keeps every line
-carrying a shared fact, ``aider_gardener/facts.py``); this net catches the rest, for every class
+carrying a shared fact, ``aider_gardener/critical.py``); this net catches the rest, for every class
 and for forced classes alike: the facts of the original missing from the summary are looked up
 (one C-speed ``str.find`` per fact, verified on the line found) and the lines carrying them come
 back, in their original order, shortened only in their free text, after one marker line.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from .. import facts
+from .. import critical
 from .base import clip_line
 
 MARKER = "[lines with facts the summary above left out:]"
@@ -22,33 +22,33 @@ _WORD = re.compile(r"[A-Za-z_][\w.:/-]{3,}")
 _BOTTOM = re.compile(r"^\[(?:log|[\w-]+: \d)|^\[full output stored|^failing \(not shown above\)")
 
 
-def keep_facts(
+def keep_critical(
     original: str,
     summary: str,
-    against: facts.Summary | None = None,
+    against: critical.Summary | None = None,
     restored: set[tuple[str, str]] | None = None,
 ) -> str:
     """``summary`` with the lines carrying any missing fact of ``original`` added back. A fact
     counts as present when ``against`` (the whole output's summary, for one segment's; default
     ``summary`` itself) has it, or when it is in ``restored`` (brought back for an earlier
     segment already; the facts restored here are added to it)."""
-    found = facts.extract(original)
+    found = critical.extract(original)
     if not any(found.values()):
         return summary
-    gone = facts.missing(original, summary if against is None else against, found)
+    gone = critical.missing(original, summary if against is None else against, found)
     if restored is not None:
         gone = {k: {f for f in v if (k, f) not in restored} for k, v in gone.items()}
         gone = {k: v for k, v in gone.items() if v}
         restored.update((k, f) for k, v in gone.items() for f in v)
     if not gone:
         return summary
-    text = facts.strip_ansi(original).replace("\r\n", "\n").replace("\r", "\n")
+    text = critical.strip_ansi(original).replace("\r\n", "\n").replace("\r", "\n")
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
     picked: dict[int, list[str]] = {}
     if "fatal_lines" in gone:  # messages: one pass over the level lines finds them all
         want = gone.pop("fatal_lines")
-        for m in facts.FATAL_LINE.finditer(text):
-            msg = facts.fatal_message(m)
+        for m in critical.FATAL_LINE.finditer(text):
+            msg = critical.fatal_message(m)
             if msg in want:
                 want.discard(msg)
                 picked.setdefault(bisect.bisect_right(starts, m.start()) - 1, []).append(msg)
@@ -91,7 +91,7 @@ def _find_with(text: str, starts: list[int], kind: str, fact: str, key: str) -> 
         i = bisect.bisect_right(starts, pos) - 1
         end = text.find("\n", pos)
         line = text[starts[i] : end if end >= 0 else len(text)]
-        if facts.Summary(line).has(kind, fact):
+        if critical.Summary(line).has(kind, fact):
             return i
         if end < 0:
             return None

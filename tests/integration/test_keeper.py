@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aider_gardener.continuity.checkpoint import list_checkpoints, parse_checkpoint, validate
-from aider_gardener.integration.continuity import continuity_of, tracker_of
+from aider_gardener.integration.keeper import keeper_of, tracker_of
 from tests.integration.helpers import text_of
 
 COMMIT_MSG = "fix: strip whitespace before parsing"
@@ -194,12 +194,12 @@ def test_pressure_warnings_and_checkpoint(make_coder, llm, repo, capsys):
 def test_checkpoint_failure_keeps_history(make_coder, llm, repo, tmp_path, capsys, monkeypatch):
     coder = make_coder()
     coder.run(with_message="use tomllib instead of toml")
-    from aider_gardener.integration import continuity
+    from aider_gardener.integration import keeper
 
     def broken(*args, **kwargs):
-        raise continuity.CheckpointError("disk full")
+        raise keeper.CheckpointError("disk full")
 
-    monkeypatch.setattr(continuity, "write_checkpoint", broken)
+    monkeypatch.setattr(keeper, "write_checkpoint", broken)
     before = list(coder.done_messages) + list(coder.cur_messages)
     coder.commands.run("/soft-restart")
     out = capsys.readouterr()
@@ -295,7 +295,7 @@ def test_each_edit_of_a_file_is_its_own_fact(make_coder, llm, repo):
 
 
 def test_facts_reach_the_store_table(make_coder, llm, repo):
-    from aider_gardener.store.facts import load_facts
+    from aider_gardener.continuity.sync import load_facts
 
     coder = make_coder(fnames=[str(repo / "app.py")])
     coder.run(with_message="use httpx instead of requests for every HTTP call")
@@ -317,7 +317,7 @@ def test_facts_reach_the_store_table(make_coder, llm, repo):
 def test_jumping_past_every_level_still_checkpoints(make_coder, llm, repo, tmp_path, capsys):
     coder = make_coder()
     coder.run(with_message="use httpx instead of requests")
-    keeper = continuity_of(coder.gardener)
+    keeper = keeper_of(coder.gardener)
     keeper.on_pressure(coder, 90, 100)  # 0% -> 90%: both 70 and 85 crossed in one turn
     out = capsys.readouterr()
     assert (out.out + out.err).count("gardener: prompt at 90%") == 1
@@ -348,7 +348,7 @@ def said(capsys) -> str:
 
 
 def test_state_block_has_one_header(make_coder, llm, repo):
-    from aider_gardener.integration.continuity import STATE_HEADER
+    from aider_gardener.integration.keeper import STATE_HEADER
 
     coder = make_coder(fnames=[str(repo / "app.py")])
     coder.run(with_message="use orjson instead of json for the cache files")

@@ -1,5 +1,5 @@
-"""``aider-gardener compress|demo`` (or ``python -m aider_gardener``): the content pipeline from
-the shell, for users and benchmarks.
+"""``aider-gardener compress|demo`` (``python -m aider_gardener compress|demo`` too): the content
+pipeline from the shell, for users and benchmarks.
 
     compress PATH|- [--class CLASS] [--model MODEL] [--json] [--store [STORE]] [--facts]
     demo            compress sample outputs and print before/after with token counts
@@ -22,7 +22,7 @@ from .types import CompressionResult, ContentClass, Source
 SHARED_OUTPUTS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tool_outputs"
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m aider_gardener") -> int:
+def main(argv: list[str] | None = None, prog: str = "aider-gardener") -> int:
     """``prog``: how usage lines name the command (``aider-gardener compress`` runs this too)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -214,20 +214,20 @@ def print_table(results: list[tuple[Path, CompressionResult]]) -> None:
 
 
 def print_facts(items: list[tuple[Path, str, str]], out=None) -> None:
-    """Per file, the critical facts (``aider_gardener/facts.py``) found in the original and kept
+    """Per file, the critical facts (``aider_gardener/critical.py``) found in the original and kept
     in the summary, the missing ones named, then the totals by kind: anyone can check the
     promise on their own outputs."""
-    from . import facts
+    from . import critical
 
     out = out or sys.stdout
     width = max([len(f.name) for f, _, _ in items] + [4])
     print(f"\n{'file':<{width}}  {'facts':>7} {'kept':>7}  missing", file=out)
-    by_kind: dict[str, list[int]] = {k: [0, 0] for k in facts.KINDS}
+    by_kind: dict[str, list[int]] = {k: [0, 0] for k in critical.KINDS}
     for f, original, summary in items:
-        found = facts.extract(original)
-        gone = facts.missing(original, summary, found)
-        total, kept = facts.counts(found, gone)
-        for kind in facts.KINDS:
+        found = critical.extract(original)
+        gone = critical.missing(original, summary, found)
+        total, kept = critical.counts(found, gone)
+        for kind in critical.KINDS:
             by_kind[kind][0] += len(found[kind])
             by_kind[kind][1] += len(found[kind]) - len(gone.get(kind, ()))
         lost = "; ".join(f"{k}: {', '.join(sorted(v)[:3])}" for k, v in gone.items())
