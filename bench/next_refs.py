@@ -1,11 +1,11 @@
 """Are the ids and paths an agent used next still in the replaced result it read them from?
 
-Issue 22's measure: a summary can keep every fact and still hide the one thing the agent read a
-result for, the id or path it passes to its next call (query rows folded to "2 samples … 33 more
-items": 32 of 33 missing). So for each tool result the hooks replaced, the next tool call's input
-is cut into id- and path-like tokens; those found in the original result are what the agent used
-from it, and each counts as kept when the replaced text still names it, as one string or, for a
-path, as its directory line and its name under it (a tree). A path the call gives absolute is
+The Claude Code replay's measure: a summary can keep every fact and still hide the one thing the
+agent read a result for, the id or path it passes to its next call (query rows folded to "2 samples
+… 33 more items": 32 of 33 missing). So for each tool result the hooks replaced, the next tool
+call's input is cut into id- and path-like tokens; those found in the original result are what the
+agent used from it, and each counts as kept when the replaced text still names it, as one string or,
+for a path, as its directory line and its name under it (a tree). A path the call gives absolute is
 matched by its longest tail that the result shows (a Glob lists paths relative to the project).
 Linear: one character-class scan per input string, substring tests per token.
 """
