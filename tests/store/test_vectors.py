@@ -188,7 +188,7 @@ class ChromaServer:
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, wait: float = 60.0) -> None:
+    def start(self, wait: float = 180.0) -> None:
         self.proc = subprocess.Popen(
             [str(_chroma_cli()), "run", "--path", str(self.path), "--host", "127.0.0.1"]
             + ["--port", str(self.port)],

@@ -247,11 +247,13 @@ def test_the_worker_pauses_while_a_request_is_in_the_foreground(tmp_path):
         worker.start()
         try:
             with foreground():
+                paused = FOREGROUND.pauses
                 for t in NOTES:
                     store.ingest(t, Source(role="user"))
                 worker.notify()
-                time.sleep(1.0)  # ample time for the thread to have embedded everything
-                assert store.pending_count() == len(NOTES)  # ... but it waits for the turn
+                # the thread has taken the rows and reached its pause point, where it waits
+                assert wait_for(lambda: FOREGROUND.pauses > paused)
+                assert store.pending_count() == len(NOTES)  # ... for the turn to end
                 assert FOREGROUND.is_busy
             assert wait_for(lambda: store.pending_count() == 0)  # and resumes after it
             assert worker.embedded == len(NOTES)
@@ -259,25 +261,46 @@ def test_the_worker_pauses_while_a_request_is_in_the_foreground(tmp_path):
             worker.stop()
 
 
+class GatedIndex(FlakyIndex):
+    """A stand-in whose ``add`` runs ``passes`` forward passes, calling ``between`` before
+    each (as the real encoder does); a pass counts itself in ``ran`` and then holds until the
+    test opens ``gate``, so what runs when is decided by the test, not by the scheduler."""
+
+    def __init__(self, passes: int) -> None:
+        super().__init__()
+        self.passes, self.ran = passes, 0
+        self.running = threading.Event()
+        self.gate = threading.Event()
+
+    def add(self, chunk_ids, entry_ids, texts, between=None):
+        for _ in range(self.passes):
+            if between is not None:
+                between()
+            self.ran += 1
+            self.running.set()
+            self.gate.wait(600)
+        super().add(chunk_ids, entry_ids, texts)
+
+
 def test_a_pause_waits_between_forward_passes_not_only_between_groups(tmp_path):
     """A turn that starts while a group is being embedded holds the rest of that group."""
     with Store(tmp_path / "gs", vectors=False) as store:
-        index = SlowIndex(passes=50, pause=0.02)
+        index = GatedIndex(passes=50)
         worker = EmbeddingWorker(store, index, batch_size=8)
         worker._warm = lambda: None
         store.ingest(NOTES[0], Source(role="user"))
         worker.start()
         try:
-            assert index.started.wait(60)
+            assert index.running.wait(60)  # the group's first forward pass is under way
             with foreground():
-                time.sleep(0.3)
-                before = index.started.is_set(), len(index.calls)
-                index.started.clear()
-                time.sleep(0.5)
-                assert not index.started.is_set()  # no forward pass ran during the turn
-                assert len(index.calls) == before[1] == 0
+                paused = FOREGROUND.pauses
+                index.gate.set()  # that pass ends; the next one waits for the turn
+                assert wait_for(lambda: FOREGROUND.pauses > paused)
+                assert index.ran == 1 and index.calls == []  # no pass ran during the turn
             assert wait_for(lambda: store.pending_count() == 0)
+            assert index.ran == 50 and len(index.calls) == 1
         finally:
+            index.gate.set()
             worker.stop()
 
 
@@ -484,9 +507,12 @@ def test_the_benchs_busy_embedder_keeps_busy_and_yields_like_the_worker(tmp_path
     try:
         assert wait_for(lambda: busy.chunks > 0)
         with foreground():
-            time.sleep(0.5)  # a group already past its last pause point may still finish
+            paused = FOREGROUND.pauses
+            # a group already past its last pause point still finishes: wait until the thread
+            # has reached its next pause point; from then on nothing moves until the turn ends
+            assert wait_for(lambda: FOREGROUND.pauses > paused)
             settled = busy.chunks
-            time.sleep(1.5)
+            time.sleep(1.0)
             assert busy.chunks == settled
         assert wait_for(lambda: busy.chunks > settled)
         assert busy.index.count() > 0
