@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .integration.seams import CoderLike
 
 
-def make_commands(io: Any, coder: CoderLike, *args: Any, **kwargs: Any) -> Any:
+def make_commands(io: Any, coder: CoderLike | None, *args: Any, **kwargs: Any) -> Any:
     """Stands in for ``aider.commands.Commands`` inside ``aider.main``."""
     from aider.commands import Commands
 
@@ -52,7 +52,7 @@ def gardener_parser(default_config_files: list[str], git_root: str | None) -> An
     parser = add_gardener_group(get_parser(default_config_files, git_root))
     for action in parser._actions:
         if action.dest == "version":
-            action.version = version_line()
+            setattr(action, "version", version_line())  # argparse's _VersionAction reads it
     parser.description = DESCRIPTION
     for group in parser._action_groups:
         if group.title == "gardener":
@@ -237,7 +237,8 @@ def fast_exit(code: Any) -> None:
     finally:
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             with contextlib.suppress(Exception):
-                stream.flush()
+                if stream is not None:  # sys.__stdout__ is None without a console
+                    stream.flush()
         os._exit(status)
 
 

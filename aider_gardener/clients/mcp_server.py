@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Callable, NamedTuple
 
 from ..redact import redact, redact_range
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # quoted where used: no __future__ annotations here (FastMCP reads them)
     from ..store.db import Store
+    from ..store.recall import RecallHit
 
 
 log = logging.getLogger(__name__)
@@ -322,7 +323,7 @@ class GardenerTools:
         if store is not None:
             _close_quietly(store)
 
-    def _entry(self, store: Store, entry_id: str, *, active: bool = True) -> Any:
+    def _entry(self, store: "Store", entry_id: str, *, active: bool = True) -> Any:
         """The entry a handle names; a tool error for a malformed, unknown or (``active``)
         hidden one."""
         eid = _parse_id(entry_id)
@@ -335,13 +336,13 @@ class GardenerTools:
             raise _error(_hidden_note(entry))
         return entry
 
-    def _by_id(self, store: Store, words: list[str]) -> list[Any] | None:
+    def _by_id(self, store: "Store", words: list[str]) -> list[Any] | None:
         """The entries a query of ids names, or None when it is a search: as Aider's
         ``/recall``, a ten-letter word the store does not know ("exceptions") is searched for,
         unless it was written as a handle (``id=...``)."""
         if not words or not all(HANDLE.match(w) for w in words):
             return None
-        ids = list(dict.fromkeys(HANDLE.match(w).group(1) for w in words))
+        ids = list(dict.fromkeys(m.group(1) for w in words if (m := HANDLE.match(w))))
         known = {i: store.get(i) for i in ids}
         if not any(known.values()) and not any(w.startswith("id=") for w in words):
             return None
@@ -362,7 +363,7 @@ class GardenerTools:
         search = _search_mode(store)
         by_id = self._by_id(store, query.split())
         if by_id is not None:  # ids, as /recall ID does
-            hits = [(e, None) for e in by_id]
+            hits: list[tuple[Any, RecallHit | None]] = [(e, None) for e in by_id]
             search = "by id"
         else:
             from ..store.recall import recall
@@ -523,7 +524,7 @@ def _error(message: str) -> Exception:
     return ToolError(message)
 
 
-def _close_quietly(store: Store) -> None:
+def _close_quietly(store: "Store") -> None:
     try:
         store.close()
     except Exception as err:  # noqa: BLE001
@@ -579,7 +580,7 @@ def _origin(entry: Any) -> str | None:
     return redact(origin) if origin else None
 
 
-def _model_name(store: Store) -> str | None:
+def _model_name(store: "Store") -> str | None:
     """The store's embedding model (``model_choice``), None without vectors."""
     if getattr(store, "vectors", None) is None:
         return None
@@ -613,7 +614,7 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _search_mode(store: Store) -> str:
+def _search_mode(store: "Store") -> str:
     index = getattr(store, "vectors", None)
     if index is None:
         return "full-text"
@@ -721,7 +722,7 @@ class _SessionView:
     """The store as ``pressure.context_pressure`` reads it, with another session as its own:
     the figures for the session a hook is writing, not for this server's."""
 
-    def __init__(self, store: Store, session_id: str) -> None:
+    def __init__(self, store: "Store", session_id: str) -> None:
         self._store = store
         self.session_id = session_id
         self.scope = "session"
@@ -828,7 +829,7 @@ def build_server(tools: GardenerTools) -> Any:
 
     # ``class`` is the argument's name for clients; Python needs another name for it, so the
     # schema comes from this signature and the call arrives with the alias as its keyword.
-    def _recall_signature(
+    def _recall_signature(  # type: ignore[empty-body]  # only its signature is used
         query: Annotated[str, about("recall", "query")],
         cls: Annotated[
             str | None, Field(alias="class", description=_describe("recall", "class"))
@@ -1268,6 +1269,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 import anyio
 
+                assert library.methods is not None  # loaded without an error
                 front.requests, front.notifications = library.methods
                 anyio.run(_serve, library.app, front)  # returns when the client closes stdin
     finally:

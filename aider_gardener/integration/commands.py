@@ -31,6 +31,7 @@ from .options import config_from_args
 from .session import GardenerSession, model_name, passive_coders
 
 if TYPE_CHECKING:
+    from ..store.db import Store
     from .seams import CoderLike
 
 
@@ -66,7 +67,14 @@ def _command_outcome():
 
 
 class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Commands):
-    def __init__(self, io: Any, coder: CoderLike, *args: Any, gardener: Any = None, **kwargs: Any):
+    def __init__(
+        self,
+        io: Any,
+        coder: CoderLike | None,
+        *args: Any,
+        gardener: GardenerSession | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(io, coder, *args, **kwargs)
         self.gardener: GardenerSession = gardener or GardenerSession(config_from_args(self.args))
         self.gardener.io = io
@@ -99,7 +107,7 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
     def _active(self) -> GardenerSession | None:
         return getattr(self.coder, "_garden", None)
 
-    def _store(self) -> Any:
+    def _store(self) -> Store | None:
         session = self.gardener
         store = session.open_store(self.coder) if self.coder is not None else session.store
         if store is None:

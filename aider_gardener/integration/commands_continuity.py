@@ -8,11 +8,22 @@ A mixin of ``GardenCommands`` (commands.py); it uses ``self.coder``, ``self.io``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .keeper import checkpoint_folder, keeper_of
 
+if TYPE_CHECKING:
+    from .seams import CoderLike
+    from .session import GardenerSession
+
 
 class ContinuityCommands:
+    if TYPE_CHECKING:  # given by GardenCommands (commands.py) and Aider's Commands
+        io: Any
+        coder: CoderLike
+
+        def _active(self) -> GardenerSession | None: ...
+
     # -- continuity ----------------------------------------------------------------------------
 
     def cmd_state(self, args):

@@ -18,6 +18,10 @@ MAX_LISTED = 12
 
 
 class PressureCommands:
+    if TYPE_CHECKING:  # given by GardenCommands (commands.py) and Aider's Commands
+        io: Any
+        coder: CoderLike
+
     def cmd_tokens(self, args):
         "Report on the number of tokens used by the current chat context"
         session = getattr(self.coder, "_garden", None)

@@ -35,6 +35,8 @@ from .session import MessageMeta, model_name, swap, window_of
 
 if TYPE_CHECKING:
     from ..store.db import Store
+    from .seams import CoderLike
+    from .session import GardenerSession
 
 
 ENTRY_ID = re.compile(r"^[a-z2-7]{10}$")
@@ -135,6 +137,13 @@ def _full_text_only(store: Store) -> str:
 
 
 class RecallCommands:
+    if TYPE_CHECKING:  # given by GardenCommands (commands.py) and Aider's Commands
+        io: Any
+        coder: CoderLike
+        gardener: GardenerSession
+
+        def _store(self) -> Store | None: ...
+
     # -- /recall -------------------------------------------------------------------------------
 
     def cmd_recall(self, args):

@@ -76,6 +76,10 @@ def _digest(path: str) -> str:
 
 
 class GardenerMixin(_CoderBase):
+    if TYPE_CHECKING:  # Aider's, replaced in _garden_activate
+        commands: Any
+        summarizer: Any
+
     _garden: GardenerSession | None = None
     _garden_passive = True
     _garden_initializing = False

@@ -10,9 +10,20 @@ with the tokens their summaries occupy, because the summary is what sits in cont
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, Callable, Protocol, TypeVar
 
-from .db import Store
+T = TypeVar("T")
+
+
+class StoreView(Protocol):
+    """What the report reads of a store: a ``Store`` (``db.py``), or the MCP server's view of
+    one with another session as its own (``clients/mcp_server.py``)."""
+
+    scope: str
+    session_id: str
+
+    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
+
 
 # An eviction is worth recommending when it frees at least this share of the tracked summary
 # tokens and this many tokens in absolute terms (evicting 80 tokens is never worth a sentence).
@@ -23,7 +34,7 @@ POOR_RATIO = 0.70
 
 
 def context_pressure(
-    store: Store, limit: int = 5, budget: int | None = None, scope: str | None = None
+    store: StoreView, limit: int = 5, budget: int | None = None, scope: str | None = None
 ) -> dict[str, Any]:
     """``{"entries", "tokens_original", "tokens_summary", "ratio", "saved", "by_class",
     "eviction_candidates", "recommendation", "scope", "session_id", "pinned",

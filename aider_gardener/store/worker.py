@@ -21,16 +21,29 @@ import contextlib
 import logging
 import os
 import re
+import sqlite3
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Callable, Iterator, Protocol, Sequence, TypeVar
 
 from . import embeddings, model_choice
 from .runtime import lower_thread_priority
 from .vectors import VectorIndex
 
-if TYPE_CHECKING:
-    from .db import Store
+T = TypeVar("T")
+
+
+class ChunkQueue(Protocol):
+    """What the worker uses of the store that starts it (``db.Store``, which imports this
+    module: the worker sits below it)."""
+
+    def pending_chunks(self, limit: int) -> list[tuple[str, str, str]]: ...
+
+    def mark_chunks(self, chunk_ids: Sequence[str], state: int) -> None: ...
+
+    def pending_count(self) -> int: ...
+
+    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
 
 
 log = logging.getLogger(__name__)
@@ -147,7 +160,7 @@ def foreground() -> "contextlib.AbstractContextManager[None]":
 
 class EmbeddingWorker:
     def __init__(
-        self, store: Store, index: VectorIndex, batch_size: int = BATCH_SIZE, window: int = 0
+        self, store: ChunkQueue, index: VectorIndex, batch_size: int = BATCH_SIZE, window: int = 0
     ) -> None:
         self.store = store
         self.index = index
@@ -437,13 +450,13 @@ class EmbeddingWorker:
             log.warning("gardener: %s", message)
 
 
-def take_notes(store: Store | None) -> list[str]:
+def take_notes(store: ChunkQueue | None) -> list[str]:
     """The background notes of ``store``'s worker (none without a store or vectors)."""
     worker = getattr(store, "_worker", None)
     return worker.take_notes() if isinstance(worker, EmbeddingWorker) else []
 
 
-def announce(store: Store | None, tokens: int) -> str | None:
+def announce(store: ChunkQueue | None, tokens: int) -> str | None:
     """``EmbeddingWorker.announce`` for ``store``'s worker; None without one."""
     worker = getattr(store, "_worker", None)
     return worker.announce(tokens) if isinstance(worker, EmbeddingWorker) else None
