@@ -250,7 +250,9 @@ def demo(model: str) -> int:
             and p.suffix in (".log", ".txt", ".json")
             and not p.name.startswith("LICENSE")
         )
-        samples = [(p.name, p.read_bytes(), None) for p in files]
+        samples: list[tuple[str, bytes, str | None]] = [
+            (p.name, p.read_bytes(), None) for p in files
+        ]
     else:
         print(f"(shared data not found at {SHARED_OUTPUTS}; using a generated sample)")
         samples = [("generated-pytest.log", _generated_log().encode(), "pytest")]
@@ -259,9 +261,9 @@ def demo(model: str) -> int:
         t0 = time.perf_counter()
         r = _compress_bytes(data, None, None, model, command)
         results.append((Path(name), r, (time.perf_counter() - t0) * 1000))
-    name, r, _ = max(results, key=lambda x: x[1].tokens_original - x[1].tokens_summary)
+    shown, r, _ = max(results, key=lambda x: x[1].tokens_original - x[1].tokens_summary)
     bar = "=" * 100
-    print(f"{bar}\nBEFORE: {name} ({r.tokens_original:,} tokens), first 15 lines\n{bar}")
+    print(f"{bar}\nBEFORE: {shown} ({r.tokens_original:,} tokens), first 15 lines\n{bar}")
     print("\n".join(r.original.splitlines()[:15]))
     print(f"{bar}\nAFTER: {r.tokens_summary:,} tokens (ratio {r.ratio:.3f})\n{bar}")
     print(r.summary)

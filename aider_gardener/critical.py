@@ -261,7 +261,9 @@ def _ref_window(text: str, start: int, end: int, first: int, last: int) -> tuple
     character after the last anchor's number (for its ``\b``). A path regex tried at every
     position of a long compiler line costs more than everything else in the line's check."""
     lo = max(text.rfind(" ", start, first) + 1, start)
-    hi = min(_DIGIT_RUN.match(text, last).end() + 1, end)
+    run = _DIGIT_RUN.match(text, last)
+    assert run is not None  # the pattern matches the empty string
+    hi = min(run.end() + 1, end)
     return lo, hi
 
 
@@ -402,7 +404,7 @@ def _code_matches(text: str) -> tuple[re.Match, ...]:
     return tuple(out)
 
 
-def _lines_of(text: str, hits: list[re.Match]) -> str:
+def _lines_of(text: str, hits: Iterable[re.Match]) -> str:
     spans = set()
     end = -1
     for m in hits:
@@ -526,7 +528,9 @@ def locations(text: str) -> set[tuple[str, str]]:
             continue
         if rev is None:
             rev = text[::-1]
-        start = max(len(text) - _LOCATION_RUN.match(rev, len(text) - sep).end(), prev_end)
+        run = _LOCATION_RUN.match(rev, len(text) - sep)
+        assert run is not None  # the pattern matches the empty string
+        start = max(len(text) - run.end(), prev_end)
         if start < sep:
             out.add((_basename(text[start:sep]), m.group(1)))
             prev_end = m.end()

@@ -257,4 +257,4 @@ def _dominant(results: list[SegmentResult]) -> ContentClass:
         weight[r.segment.cls] = weight.get(r.segment.cls, 0) + r.tokens_original
     if ContentClass.PROMPT in weight:
         return ContentClass.PROMPT
-    return max(weight, key=weight.get)
+    return max(weight, key=lambda cls: weight[cls])

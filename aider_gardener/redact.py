@@ -207,7 +207,7 @@ def _rules() -> tuple[_Rule, ...]:
             check = _jwt if module == "jwt" else None
             needs = _NEEDS.get(module, ())
             for pattern in plugin.denylist:
-                group = 1 if module in _GROUPED and pattern.groups else 0
+                group: int | str = 1 if module in _GROUPED and pattern.groups else 0
                 rules.append(_Rule(plugin.secret_type, pattern, needs, check, group))
     except ImportError:  # pragma: no cover - the lock installs it; our own table still applies
         pass

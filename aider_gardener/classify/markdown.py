@@ -70,10 +70,10 @@ def scan(L: Lines) -> list[Block]:
             i = floor = block.b
             continue
         if DIFF_START.match(line):
-            block = _bare_diff(lines, i, floor)
-            if block:
-                blocks.append(block)
-                i = floor = block.b
+            diff = _bare_diff(lines, i, floor)
+            if diff:
+                blocks.append(diff)
+                i = floor = diff.b
                 continue
         i += 1
     return blocks

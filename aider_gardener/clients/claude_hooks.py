@@ -224,6 +224,7 @@ def tool_output(
     resp = tool_response
     command = path = None
     code = None
+    text: str | None
     if isinstance(resp, str):
         text = resp
         m = _EXIT_CODE.match(resp)
@@ -237,7 +238,9 @@ def tool_output(
         if isinstance(resp.get("exitCode"), int):
             code = resp["exitCode"]
     elif name == "Read" and isinstance(resp, dict):
-        file = resp.get("file") if isinstance(resp.get("file"), dict) else {}
+        file = resp.get("file")
+        if not isinstance(file, dict):
+            file = {}
         if resp.get("type") not in (None, "text") or not isinstance(file.get("content"), str):
             return None  # image, PDF, notebook: not text the compressors read
         text, path = file["content"], file.get("filePath") or args.get("file_path")
@@ -786,7 +789,8 @@ def _recall_block(store: Store, prompt: str, skip: set[str], budget: int) -> tup
     hits = relevant(store, prompt, [h for h in hits if h.entry_id not in skip])
     head = "[gardener: stored context that may bear on this request (recall/expand for more)]"
     used = count_tokens(head)
-    parts, ids = [head], []
+    parts = [head]
+    ids: list[str] = []
     for hit in hits:
         if hit.entry_id in skip or len(ids) >= RAG_HITS:
             continue
@@ -1024,7 +1028,7 @@ def facts_from_transcript(path: Any, root: Path, tracker: Any = None, lookup: An
 
     tracker = tracker or FactTracker()
     results = tool_results_dir(path)
-    uses: dict[str, tuple[str, dict]] = {}
+    uses: dict[str | None, tuple[str, dict]] = {}
     turn = 0
     for record in _records(path):
         message = record.get("message")
@@ -1057,7 +1061,8 @@ def facts_from_transcript(path: Any, root: Path, tracker: Any = None, lookup: An
                 if block.get("type") == "text" and block.get("text"):
                     tracker.on_reply(block["text"], turn)
                 elif block.get("type") == "tool_use":
-                    args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                    given = block.get("input")
+                    args = given if isinstance(given, dict) else {}
                     uses[block.get("id")] = (str(block.get("name") or ""), args)
     return tracker
 

@@ -201,7 +201,9 @@ def fit(
     # distinct: a line with a fact no line before it has; those with a named fact (a failing
     # test, an exception, an error code) before those that add only a location
     seen: set[tuple[str, str]] = set()
-    named, placed, repeats = [], [], []
+    named: list[int] = []
+    placed: list[int] = []
+    repeats: list[int] = []
     for i in facts_at:
         new = (keys[i] & want) - seen
         if not new:

@@ -179,7 +179,7 @@ def read_to_end(sock: Any, size: int, deadline: float) -> bytes:
     """Everything the peer sends until it shuts its side (both ends write, then SHUT_WR);
     TimeoutError once ``deadline`` (``time.monotonic``) passes, so a peer that stops sending
     cannot hold the reader."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         left = deadline - time.monotonic()
         if left <= 0:

@@ -533,7 +533,7 @@ def _parse(name: str, source: bytes):
     budget = PARSE_BUDGET_S * 1e6 + PARSE_BUDGET_US_PER_BYTE * len(source)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        parser.timeout_micros = int(budget)
+        parser.timeout_micros = int(budget)  # type: ignore[misc]  # deprecated, still settable
     try:
         return parser.parse(source)
     except ValueError:  # "Parsing failed": the budget ran out

@@ -87,7 +87,7 @@ _DEFS: list[tuple[re.Pattern[str], bool]] = [
     (_METHOD_DEF, False),
 ]
 _NOT_NAMES = frozenset(
-    keyword.kwlist
+    list(keyword.kwlist)
     + (
         "if else elif for while switch case catch try finally do return new throw await yield "
         "function delete typeof instanceof in of this self super true false null undefined nil "
@@ -357,9 +357,13 @@ class _Parser:
             i += 1
             while i < self.n and _DIFF_META.match(self.lines[i]):
                 i += 1
-        if i + 1 < self.n and _OLD.match(self.lines[i]) and _NEW.match(self.lines[i + 1]):
-            old_path = _strip_diff_path(_OLD.match(self.lines[i]).group("path"))
-            new_path = _strip_diff_path(_NEW.match(self.lines[i + 1]).group("path"))
+        if (
+            i + 1 < self.n
+            and (old_m := _OLD.match(self.lines[i]))
+            and (new_m := _NEW.match(self.lines[i + 1]))
+        ):
+            old_path = _strip_diff_path(old_m.group("path"))
+            new_path = _strip_diff_path(new_m.group("path"))
             i += 2
         created = old_path == "/dev/null"
         deleted = new_path == "/dev/null"

@@ -635,7 +635,7 @@ def _render(items: list[Item]) -> tuple[list[str], int, int]:
             i += 1
             continue
         j = i
-        while j < n and isinstance(items[j], _Frame) and items[j].place is not None:
+        while j < n and isinstance(nxt := items[j], _Frame) and nxt.place is not None:
             j += 1
         run: list[_Frame] = items[i:j]  # type: ignore[assignment]
         keep_last = run[-1].python and (j >= n or not isinstance(items[j], _Frame))

@@ -49,7 +49,7 @@ def keep_critical(
         want = gone.pop("fatal_lines")
         for m in critical.FATAL_LINE.finditer(text):
             msg = critical.fatal_message(m)
-            if msg in want:
+            if msg is not None and msg in want:
                 want.discard(msg)
                 picked.setdefault(bisect.bisect_right(starts, m.start()) - 1, []).append(msg)
     for kind, items in gone.items():

@@ -237,6 +237,7 @@ def compress_log(text: str, opts: CompressOptions) -> Compressed:
         return tree
 
     norm, lines = testrun.split_output(text)
+    run: testrun.TestRun | None
     if opts.test_runner in testrun.RUNNERS:  # one segment of a run the pipeline parsed whole
         run = testrun.parse_test_run(lines, opts.test_runner)
     else:
@@ -333,6 +334,7 @@ class _Compressor:
         found: dict[int, tuple[str, ...]] = {}
         starts = self.starts
         cand = self._line_hits(_SHARED_NEEDLES, lower=False)
+        m: re.Match[str] | None
         for m in shared.code_matches(self.norm) + tuple(shared._ERRNO.finditer(self.norm)):
             cand.add(bisect.bisect_right(starts, m.start()) - 1)
         cand.update(bisect.bisect_right(starts, r[0]) - 1 for r in shared.ref_lines(self.norm))
@@ -400,6 +402,7 @@ class _Compressor:
         groups: dict[str, _Group] = {}
         igroups: dict[str, _Group] = {}
         shown: list[tuple[int, str]] = list(grouped)
+        g: _Group | None
         for i, line in enumerate(lines):
             if not line.strip():
                 continue
@@ -741,7 +744,7 @@ def _digit_template(sample: list[str]) -> str:
 
 def _prettify(text: str) -> str:
     for pattern, label in _PRETTY:
-        text = pattern.sub(lambda m, label=label: label if "<n>" in m.group() else m.group(), text)
+        text = pattern.sub(lambda m: label if "<n>" in m.group() else m.group(), text)
     return text
 
 
@@ -820,7 +823,9 @@ def _refs(line: str) -> list[tuple[str, str]]:
         dot = m.start()
         if rev is None:
             rev = line[::-1]
-        start = dot - _PATH_RUN.match(rev, len(line) - dot).end() + (len(line) - dot)
+        run = _PATH_RUN.match(rev, len(line) - dot)
+        assert run is not None  # the pattern matches the empty string
+        start = dot - run.end() + (len(line) - dot)
         if start >= dot:
             continue
         path = line[start : m.start(1) - 1 if m.group(1) else m.start(2) - 1]
@@ -980,7 +985,7 @@ def _assemble(shown: list[tuple[int, str]], omitted: list[tuple[int, int]]) -> l
     out: list[str] = []
     pending = 0
     for _, kind, val in entries:
-        if kind:
+        if isinstance(val, int):  # kind 1: an omitted run's line count
             pending += val
             continue
         if pending >= _MIN_MARKER:

@@ -493,6 +493,7 @@ def _merge_gaps(lines: list[str]) -> list[str]:
         m = _GAP_LINE.match(line)
         if m and last_gap >= 0:
             prev = _GAP_LINE.match(out[last_gap])
+            assert prev is not None  # out[last_gap] is a gap line
             mentions = [x for x in (prev.group(2), m.group(2)) if x]
             del out[last_gap + 1 :]
             out[last_gap] = (

@@ -391,7 +391,7 @@ class _Renderer:
             self._rescue(value, indent + "  ", "")
             return
         self.lines.append(f"{indent}{prefix}{'{' if is_dict else '['}")
-        if is_dict:
+        if isinstance(value, dict):  # is_dict, spelled so the type checker sees it
             self._dict(value, indent + "  ", depth)
         else:
             self._list(value, indent + "  ", depth)

@@ -358,8 +358,8 @@ _GO_INDENTED = re.compile(r"^(?: {4}|\t)\s*\S")
 def _parse_go(lines: list[str]) -> TestRun:
     run = TestRun("go")
     started: dict[str, int] = {}
-    counts = Counter()
-    pkgs = Counter()
+    counts: Counter[str] = Counter()
+    pkgs: Counter[str] = Counter()
     for i, line in enumerate(lines):
         m = _GO_RUN.match(line)
         if m:
@@ -417,7 +417,7 @@ _RS_NOISE = re.compile(
 
 def _parse_cargo(lines: list[str]) -> TestRun:
     run = TestRun("cargo")
-    counts = Counter()
+    counts: Counter[str] = Counter()
     saw_result = False
     diag = ""
     for i, line in enumerate(lines):
@@ -515,7 +515,7 @@ def _parse_jest(lines: list[str]) -> TestRun:
         if in_block and _JS_FRAME.match(line) and not line.lstrip().startswith("at "):
             run.drop.add(i)  # the code frame under each failure; the message says what failed
     _add_counts(run.counts, tests_line, _JS_COUNT)
-    suites = Counter()
+    suites: Counter[str] = Counter()
     _add_counts(suites, suites_line, _JS_COUNT)
     if suites.get("failed"):
         run.counts["suites_failed"] = suites["failed"]
@@ -553,6 +553,7 @@ def _parse_maven(lines: list[str]) -> TestRun:
     run = TestRun("maven")
     aggregate = None
     per_class = [0, 0, 0, 0]
+    vals: list[int] | None
     section = ""
     for i, line in enumerate(lines):
         if "Tests run:" in line:
@@ -654,8 +655,8 @@ _CY_ALIAS = {
 
 def _parse_cypress(lines: list[str]) -> TestRun:
     run = TestRun("cypress")
-    mocha = Counter()
-    box = Counter()
+    mocha: Counter[str] = Counter()
+    box: Counter[str] = Counter()
     in_failing = False
     for i, line in enumerate(lines):
         m = _CY_MOCHA.match(line)
@@ -696,8 +697,8 @@ _BUN_ALIAS = {"pass": "passed", "fail": "failed", "skip": "skipped", "todo": "to
 
 def _parse_bun(lines: list[str]) -> TestRun:
     run = TestRun("bun")
-    seen = Counter()
-    summary = Counter()
+    seen: Counter[str] = Counter()
+    summary: Counter[str] = Counter()
     for i, line in enumerate(lines):
         m = _BUN_LINE.match(line)
         if m:

@@ -80,7 +80,7 @@ def text_table(text: str) -> TextTable | None:
     lines = [x.rstrip("\r") for x in text.split("\n") if x.strip()]
     if len(lines) < MIN_ROWS + 2:
         return None
-    start, header = _header(lines[:3])  # type: ignore[misc]  (the same first lines)
+    start, header = _header(lines[:3])  # type: ignore[misc]  # the same first lines
     rows: list[list[str]] = []
     notes: list[str] = []
     for line in lines[start + 2 :]:

@@ -590,7 +590,9 @@ def prune(
     ours = [p for p in list_checkpoints(folder) if _name_time(p) is not None and p != spare]
     kept = 0 if spare is None else 1
     for path in ours:
-        stamp = _name_time(path)[0]
+        named = _name_time(path)
+        assert named is not None  # ours are the named ones
+        stamp = named[0]
         made = datetime.strptime(stamp, _STAMP).replace(tzinfo=timezone.utc).timestamp()
         too_old = now - made > max_age_days * 86400
         if kept < max(keep, 1) and not too_old:

@@ -359,7 +359,7 @@ def _program(words: list[str]) -> list[str]:
     return out
 
 
-def _main_parts(command: str) -> list[list[str]]:
+def _main_parts(command: str) -> list[list[list[str]]]:
     """The simple commands of a shell line that do the work, each as its pipeline's stages
     (words): setup steps (``cd``, ``sleep``, ``export``, ``echo``) left out."""
     line = command[:MAX_SHELL]
@@ -1145,9 +1145,12 @@ def _whole_file_paths(reply: str) -> Iterator[str]:
             continue
         m = _FENCE.match(line)
         tag = None if m else _TAG_OPEN.match(line)
-        if not m and not tag:
+        if m:
+            close = m.group(1)
+        elif tag:
+            close = re.compile(rf"^\s*</{tag.group(1)}>\s*$")
+        else:
             continue
-        close = m.group(1) if m else re.compile(rf"^\s*</{tag.group(1)}>\s*$")
         if i == 0:
             continue
         name = lines[i - 1].strip().strip("*").rstrip(":").strip("`").lstrip("#").strip()

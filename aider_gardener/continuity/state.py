@@ -178,7 +178,7 @@ def _last_commits(book: FactBook) -> dict[str, tuple[str, str]]:
 class _Item:
     kind: str
     rank: int
-    age: tuple[int, int]
+    age: tuple[int, ...]
     sort: tuple
     line: str
     tokens: int = 0
@@ -235,7 +235,7 @@ def _items(book: FactBook, wording: RecallWording) -> list[_Item]:
         if fact.kind == "file":
             line = file_line(fact, commits.get(fact.key))
             # dropped files are the least useful of the files, then the oldest
-            rank_age = (_file_value(fact), *order_key(fact))
+            rank_age: tuple[int, ...] = (_file_value(fact), *order_key(fact))
             sort: tuple = (line, order_key(fact))
         elif fact.kind == "error":
             if fact.status == "resolved":
@@ -351,7 +351,7 @@ def _clusters(paths: list[str]) -> tuple[list[str], dict[str, list[str]]]:
         if _ABSOLUTE.match(p):
             by_root.setdefault("/".join(p.split("/")[:3]), []).append(p)
     whole = [p for p in paths if not _ABSOLUTE.match(p) or len(by_root[_root(p)]) == 1]
-    shared = {}
+    shared: dict[str, list[str]] = {}
     for members in by_root.values():
         if len(members) > 1:
             folder = _folder([m.partition(" (")[0] for m in members])

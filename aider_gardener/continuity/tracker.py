@@ -282,7 +282,7 @@ class FactTracker:
             errors = []  # the text of files (a docstring's "Raises: ValueError"), not errors
         elif code == 0:
             errors = extract.real_errors(errors, _text(output))
-        if not errors and code not in (None, 0):
+        if not errors and code is not None and code != 0:
             errors.append(_exit_error(family, code, _text(output)))
         for sig in errors:
             self._claim_adopted(sig, cmd, family)
@@ -438,9 +438,9 @@ class FactTracker:
                     text=fact.detail.get("line") or fact.text,
                     detail={"resolved_by": None, "reopened_turn": turn},
                 )
-                state = self._errors.get(fact.key)
-                if state is not None:
-                    state.seen_seq = self._seq
+                error = self._errors.get(fact.key)
+                if error is not None:
+                    error.seen_seq = self._seq
 
     @_total(default=0)
     def forget(self, entry_ids: Iterable[str]) -> int:

@@ -47,6 +47,13 @@ class Slot:
     meta: MessageMeta | None
     protected: bool
 
+    @property
+    def record(self) -> MessageMeta:
+        """``meta`` of a slot eviction acts on: only a message without one is always protected
+        (``_slots``), so every slot a step holds has it."""
+        assert self.meta is not None
+        return self.meta
+
 
 @dataclass
 class EvictionReport:
@@ -146,7 +153,7 @@ class Step:
 
     @property
     def metas(self) -> list[MessageMeta]:
-        return [s.meta for s in self.slots]
+        return [s.record for s in self.slots]
 
 
 @dataclass
@@ -174,8 +181,8 @@ def plan(session: GardenerSession, coder: CoderLike, hard_target: int | None = N
     outside = 0 if hard else total - history_tokens(session, coder, pinned=False)
     slots = _slots(session, coder, hard)
     recent = session.config.recent_turns
-    over = total - outside > budget or (hard and total > hard_target)
-    target = hard_target if hard else int(budget * LOW_WATER) + outside
+    over = total - outside > budget or (hard_target is not None and total > hard_target)
+    target = hard_target if hard_target is not None else int(budget * LOW_WATER) + outside
     steps: list[Step] = []
     now = {id(s.meta): s.meta.tokens_now for s in slots if s.meta is not None}
     state = {id(s.meta): s.meta.state for s in slots if s.meta is not None}
@@ -188,35 +195,35 @@ def plan(session: GardenerSession, coder: CoderLike, hard_target: int | None = N
         steps.append(Step(action, tier, (slot,), freed))
 
     def summarizable(slot: Slot) -> bool:
-        return state[id(slot.meta)] == "full" and _can_summarize(slot.meta)
+        return state[id(slot.meta)] == "full" and _can_summarize(slot.record)
 
     aged = [
         s
         for s in slots
         if not s.protected
-        and _can_summarize(s.meta)
-        and session.turn - s.meta.last_ref_turn >= recent
+        and _can_summarize(s.record)
+        and session.turn - s.record.last_ref_turn >= recent
     ]
-    savings = sum(s.meta.tokens_full - s.meta.tokens_summary for s in aged)
+    savings = sum(s.record.tokens_full - s.record.tokens_summary for s in aged)
     if aged and (over or savings >= max(MIN_BATCH, int(budget * BATCH_SHARE))):
         for s in aged:
-            take("summary", "aged", s, s.meta.tokens_full - s.meta.tokens_summary)
+            take("summary", "aged", s, s.record.tokens_full - s.record.tokens_summary)
     if not over:
         return Plan(steps, before, budget, target, hard)
     candidates = sorted(
         (s for s in slots if not s.protected and s.meta is not None),
-        key=lambda s: priority(s.meta, session),
+        key=lambda s: priority(s.record, session),
     )
     for s in candidates:  # tier 1
         if total <= target:
             break
         if summarizable(s):
-            take("summary", "summary", s, s.meta.tokens_full - s.meta.tokens_summary)
+            take("summary", "summary", s, s.record.tokens_full - s.record.tokens_summary)
     model = model_name(coder)
     for s in candidates:  # tier 2
         if total <= target:
             break
-        meta = s.meta
+        meta = s.record
         if not meta.stored or meta.kind == "filler" or state[id(meta)] == "ref":
             continue
         ref = count_tokens(reference_text(replace(meta, state=state[id(meta)])), model)
@@ -271,21 +278,21 @@ def apply(session: GardenerSession, coder: CoderLike, todo: Plan) -> EvictionRep
                 session.attempt("checkpoint", session.keeper.auto_checkpoint, coder, "eviction")
         s = step.slots[0]
         if step.action == "summary":
-            swap(session, s.lst, s.index, s.meta, "summary")
+            swap(session, s.lst, s.index, s.record, "summary")
             if step.tier == "aged":
                 report.aged += 1
             else:
                 report.summarized += 1
         elif step.action == "ref":
-            s.meta.tokens_ref = count_tokens(reference_text(s.meta), model)
-            swap(session, s.lst, s.index, s.meta, "ref")
+            s.record.tokens_ref = count_tokens(reference_text(s.record), model)
+            swap(session, s.lst, s.index, s.record, "ref")
             report.referenced += 1
         else:
             drops.append(step.slots)
     for a, b in sorted(drops, key=lambda p: p[0].index, reverse=True):
         del a.lst[a.index : a.index + 2]
-        session.discard(a.meta)
-        session.discard(b.meta)
+        session.discard(a.record)
+        session.discard(b.record)
         report.dropped += 2
     report.after = history_tokens(session, coder)
     return report
@@ -311,10 +318,10 @@ def _pairs(session: GardenerSession, slots: list[Slot]) -> list[tuple[Slot, Slot
                 and b.lst[b.index].get("role") == "assistant"
                 and not a.protected
                 and not b.protected
-                and _droppable(a.meta)
-                and _droppable(b.meta)
+                and _droppable(a.record)
+                and _droppable(b.record)
             ):
-                prio = max(priority(a.meta, session), priority(b.meta, session))
+                prio = max(priority(a.record, session), priority(b.record, session))
                 pairs.append((prio, a, b))
                 i += 2
             else:

@@ -133,7 +133,7 @@ def stored_late(
     """A message whose entry the busy store wrote now (or gave up): its record becomes what
     it would have been at ingest, and a summary in the chat gets the handle (or says the
     original is not kept after all)."""
-    entry = late.get(meta.pending_id)
+    entry = late.get(meta.pending_id) if meta.pending_id is not None else None
     session.pending.pop(meta.pending_id or "", None)
     meta.pending_id = None
     old_line = meta.unkept
@@ -334,6 +334,7 @@ def ingest_message(session: GardenerSession, coder: CoderLike, msg: dict) -> Mes
             meta.pending_id = entry.id
             session.pending[entry.id] = meta
     if stored or meta.unkept:
+        assert entry is not None  # both come from an entry: meta is new, unkept set above
         if stored:
             meta.entry_id = entry.id
             meta.stored = True

@@ -87,7 +87,7 @@ def _mode_in_time(session: GardenerSession, store: Store, query: str) -> str:
     mode = _mode(store)
     budget = _budget_ms()
     index = getattr(store, "vectors", None)
-    if mode != "hybrid" or budget <= 0 or not hasattr(index, "wait_query_vector"):
+    if mode != "hybrid" or budget <= 0 or index is None or not hasattr(index, "wait_query_vector"):
         return mode
     if index.wait_query_vector(query, budget / 1000.0):
         return mode

@@ -314,7 +314,7 @@ def show_pressure(coder: CoderLike, session: GardenerSession, io: Any) -> None:
     io.tool_output("Recommendation: " + recommendation(live, coder))
 
 
-def _vectors_line(store: Store, pending: int) -> str:
+def _vectors_line(store: Store | None, pending: int) -> str:
     """Which model semantic recall uses and whether indexing has caught up: after a switch of
     ``--gardener-embedder`` the whole store is re-indexed, and this is where one sees how far."""
     index = getattr(store, "vectors", None)

@@ -321,8 +321,8 @@ class GardenerSession:
         if sum(len(v) for v in self.key_index.values()) > 4 * max(len(self.table), 64):
             index: dict[str, list[MessageMeta]] = {}
             for meta in self.table.values():
-                for key in meta.keys:
-                    index.setdefault(key, []).append(meta)
+                for k in meta.keys:
+                    index.setdefault(k, []).append(meta)
             self.key_index = index
 
     def hint(self, content: str, hint: Hint) -> None:
@@ -449,7 +449,7 @@ def _first_line(text: str, limit: int = 100) -> str:
     return "…"
 
 
-_FRAMING: dict[str, int] = {}  # model name -> tokens a message adds beyond its text
+_FRAMING: dict[str | None, int] = {}  # model name -> tokens a message adds beyond its text
 
 
 def framing(coder: CoderLike) -> int:

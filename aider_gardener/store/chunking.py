@@ -90,10 +90,10 @@ def _chunk(text: str, cls: ContentClass | str) -> list[str]:
     if total / TARGET_PIECES > MAX_CHUNKS:
         limit = int(total / MAX_CHUNKS * MAX_PIECES / TARGET_PIECES) + 1
     target = limit * TARGET_PIECES // MAX_PIECES
-    cls = _as_class(cls)
-    if cls in _CODE:
+    kind = _as_class(cls)
+    if kind in _CODE:
         units = _definitions(lines)
-    elif cls in _PARAGRAPHS:
+    elif kind in _PARAGRAPHS:
         units = _paragraphs(lines)
     else:
         units = [[i] for i in range(len(lines))]

@@ -24,6 +24,7 @@ import re
 import secrets
 import socket
 import sqlite3
+import sys
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -372,7 +373,12 @@ def _is_busy(err: BaseException) -> bool:
 
 def _is_corrupt(err: BaseException) -> bool:
     code = getattr(err, "sqlite_errorcode", None)
-    if code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+    # the attribute and the constants are Python 3.11's (on 3.10 code is None)
+    if (
+        sys.version_info >= (3, 11)
+        and code is not None
+        and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+    ):
         return True
     msg = str(err).lower()
     return "not a database" in msg or "malformed" in msg or "corrupt" in msg
@@ -1068,9 +1074,7 @@ class Store:
         written: list[Entry] = []
         for entry, chunks, keys, reply_to, size in items:
             try:
-                row = self._write(
-                    lambda c, e=entry, k=chunks, y=keys, r=reply_to: self._insert(c, e, k, y, r)
-                )
+                row = self._write(lambda c: self._insert(c, entry, chunks, keys, reply_to))
             except StoreBusy:
                 break
             except Exception as err:  # noqa: BLE001 - e.g. the disk filled meanwhile

@@ -128,6 +128,11 @@ def vacuum_if_large(
     return True
 
 
+def _heartbeat(store: Store) -> bool:
+    store.heartbeat()
+    return True
+
+
 def run_once(store: Store, now: float | None = None) -> dict[str, Any]:
     """One maintenance pass; each step is independent, so one failing does not stop the rest.
     A store another process keeps locked ends the pass quietly (the store said so once, and
@@ -139,7 +144,7 @@ def run_once(store: Store, now: float | None = None) -> dict[str, Any]:
         ("purged", lambda: len(purge(store, now))),
         ("rescored", lambda: rescore(store, now)),
         ("vacuumed", lambda: vacuum_if_large(store)),
-        ("heartbeat", lambda: store.heartbeat() is None),
+        ("heartbeat", lambda: _heartbeat(store)),
     )
     for name, fn in steps:
         try:

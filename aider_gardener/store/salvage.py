@@ -179,7 +179,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
 def _copy(
     src: sqlite3.Connection, store: Target, saved: set[str], report: Salvaged, count: bool
 ) -> None:
-    fresh = {t: store.read(lambda c, t=t: _columns(c, t)) for t in _TABLES}
+    fresh = {t: store.read(lambda c: _columns(c, t)) for t in _TABLES}
     cols = {t: [c for c in fresh[t] if c in set(_columns(src, t))] for t in _TABLES}
     if count:  # the damaged file's own indexes, not the scratch copy's rebuilt ones
         counted = _count(src, "entries")
@@ -190,8 +190,8 @@ def _copy(
     chunk_cols = cols["chunks"]
     if "entry_id" in chunk_cols:
         at = chunk_cols.index("entry_id")
-        rows = (r for r in _rows(src, "chunks", cols) if r[at] in saved)
-        _insert(store, "chunks", chunk_cols, rows)
+        chunk_rows = (r for r in _rows(src, "chunks", cols) if r[at] in saved)
+        _insert(store, "chunks", chunk_cols, chunk_rows)
     for table, key in KEYED_TABLES:
         names = cols[table]
         if not names or any(k not in names for k in key):
@@ -322,10 +322,10 @@ def _insert(store: Target, table: str, names: list[str], rows: Iterable[tuple]) 
     for row in rows:
         batch.append(tuple(row))
         if len(batch) >= BATCH:
-            store.write(lambda c, b=batch: c.executemany(sql, b))
+            store.write(lambda c: c.executemany(sql, batch))
             batch = []
     if batch:
-        store.write(lambda c, b=batch: c.executemany(sql, b))
+        store.write(lambda c: c.executemany(sql, batch))
 
 
 def _complete(store: Target, saved: set[str]) -> None:
