@@ -18,7 +18,7 @@ store.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from aider.commands import Commands
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 @contextlib.contextmanager
-def _command_outcome():
+def _command_outcome() -> Iterator[list]:
     """Capture ``(exit status, output)`` of the shell commands Aider's ``cmd_run`` makes, by
     wrapping the ``run_cmd`` it looks up in its module at call time (whatever is there: the
     replay bench puts its own). Aider's own is replaced by run_cmd.py's, which reads the
