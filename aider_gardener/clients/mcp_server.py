@@ -223,7 +223,7 @@ class GardenerTools:
         self.location = store
         self.vectors = vectors
         self.chroma_url = chroma_url
-        self._store: Any = None
+        self._store: Store | None = None
         self._lock = threading.Lock()
         self._failed_at = 0.0
         self._failure = ""
