@@ -537,14 +537,13 @@ def test_recall_does_not_list_hits_below_the_floor(logged, monkeypatch, capsys):
     from aider_gardener.store.recall import RecallHit
 
     coder, log_id = logged
-    store = coder.gardener.store
     far = RecallHit(log_id, "log", 0.2, "summary", None, 0.0, via="vector", similarity=0.05)
-    monkeypatch.setattr(store, "recall", lambda *a, **k: [far])
+    monkeypatch.setattr(commands_recall, "recall", lambda *a, **k: [far])
     coder.commands.cmd_recall("checksum")
     out = out_of(capsys)
     assert out.strip() == "No close match for 'checksum' in this session's store."
     near = RecallHit(log_id, "log", 0.2, "summary", None, 0.0, via="vector", similarity=0.9)
-    monkeypatch.setattr(store, "recall", lambda *a, **k: [near])
+    monkeypatch.setattr(commands_recall, "recall", lambda *a, **k: [near])
     coder.commands.cmd_recall("checksum")
     assert log_id in out_of(capsys)
 

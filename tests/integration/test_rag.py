@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from aider_gardener.integration import rag
 from aider_gardener.integration.rag import (
     HEADER,
     REPLY,
@@ -169,12 +170,11 @@ def test_an_entry_in_the_chat_as_its_summary_is_not_recalled_again(make_coder, r
     coder.commands.cmd_run("cat big.log")
     meta = coder.gardener.meta(coder.cur_messages[-2])
     assert meta.state == "summary"
-    store = coder.gardener.store
     hit = RecallHit(
         meta.entry_id, "log", 0.2, meta.summary, None, 0.0,
         excerpt="INFO row 512 ZebraTimeout retry", via="fts+vector", similarity=0.9,
     )  # fmt: skip
-    monkeypatch.setattr(store, "recall", lambda *a, **k: [hit])
+    monkeypatch.setattr(rag, "recall", lambda *a, **k: [hit])
     assert recall_pair(coder.gardener, coder, "ZebraTimeout retry row 512") == ([], [])
 
 
@@ -183,12 +183,12 @@ def test_a_nearest_neighbour_below_the_floor_is_not_injected(make_coder, tmp_pat
 
     [eid] = _earlier_session(tmp_path / "store", ERROR)
     coder = make_coder()
-    store = coder.gardener.open_store(coder)
+    coder.gardener.open_store(coder)
     far = RecallHit(eid, "error", 0.2, ERROR, None, 0.0, via="vector", similarity=0.05)
-    monkeypatch.setattr(store, "recall", lambda *a, **k: [far])
+    monkeypatch.setattr(rag, "recall", lambda *a, **k: [far])
     assert recall_pair(coder.gardener, coder, "how do I bake sourdough bread?") == ([], [])
     near = RecallHit(eid, "error", 0.2, ERROR, None, 0.0, via="vector", similarity=0.9)
-    monkeypatch.setattr(store, "recall", lambda *a, **k: [near])
+    monkeypatch.setattr(rag, "recall", lambda *a, **k: [near])
     assert recall_pair(coder.gardener, coder, "how do I bake sourdough bread?")[1] == [eid]
 
 
