@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from .types import CompressionResult, ContentClass, Source
+from .types import CompressionResult, CompressOptions, ContentClass, Source, handle_line
 
 SHARED_OUTPUTS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tool_outputs"
 
@@ -127,7 +127,6 @@ def _kept(
     from dataclasses import replace
 
     from .tokens import count_tokens
-    from .types import handle_line
 
     if store is not None:
         source = Source(role="tool", command=command, path=_format_path(path))
@@ -150,7 +149,6 @@ def _compress_file(path: Path, cls, model, command) -> CompressionResult:
 
 def _compress_bytes(data: bytes, path, cls, model, command) -> CompressionResult:
     from .pipeline import compress
-    from .types import CompressOptions
 
     source = Source(role="tool", command=command, path=_format_path(path))
     return compress(data, source=source, opts=CompressOptions(model=model, source=source), cls=cls)

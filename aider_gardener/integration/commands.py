@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from aider.commands import Commands
 
+from ..tokens import count_tokens
 from .commands_continuity import ContinuityCommands
 from .commands_pressure import PressureCommands
 from .commands_recall import ENTRY_ID, RecallCommands  # noqa: F401  (re-exported)
@@ -161,8 +162,6 @@ class GardenCommands(RecallCommands, PressureCommands, ContinuityCommands, Comma
         self, session: GardenerSession, command: str, outcome: list, question: str
     ) -> str | None:
         from aider import prompts
-
-        from ..tokens import count_tokens
 
         if not outcome or not question.startswith("Add ") or session.store_failed:
             return None

@@ -10,6 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..continuity.checkpoint import (
+    CheckpointError,
+    describe_counts,
+    find_checkpoint,
+    list_checkpoints,
+    read_checkpoint,
+)
 from .keeper import checkpoint_folder, keeper_of
 
 if TYPE_CHECKING:
@@ -57,8 +64,6 @@ class ContinuityCommands:
         if session is None:
             self.io.tool_error("The gardener is off in this session.")
             return
-        from ..continuity.checkpoint import CheckpointError
-
         keeper = keeper_of(session)
         try:
             path = keeper.checkpoint(self.coder, "manual", note=args.strip() or None)
@@ -76,8 +81,6 @@ class ContinuityCommands:
         if session is None:
             self.io.tool_error("The gardener is off in this session; use /clear.")
             return
-        from ..continuity.checkpoint import CheckpointError
-
         keeper = keeper_of(session)
         coder = self.coder
         try:  # written, read back and validated: only then is the history cleared
@@ -103,13 +106,6 @@ class ContinuityCommands:
         if session is None:
             self.io.tool_error("The gardener is off in this session.")
             return
-        from ..continuity.checkpoint import (
-            CheckpointError,
-            describe_counts,
-            list_checkpoints,
-            read_checkpoint,
-        )
-
         folder = self._checkpoint_folder(session)
         paths = list_checkpoints(folder)
         shown = keeper_of(session)._show(folder)
@@ -139,8 +135,6 @@ class ContinuityCommands:
         session = self._active()
         if session is None:
             return []
-        from ..continuity.checkpoint import list_checkpoints
-
         return [p.name for p in list_checkpoints(self._checkpoint_folder(session))]
 
     def cmd_resume(self, args):
@@ -149,8 +143,6 @@ class ContinuityCommands:
         if session is None:
             self.io.tool_error("The gardener is off in this session.")
             return
-        from ..continuity.checkpoint import CheckpointError, find_checkpoint
-
         keeper = keeper_of(session)
         coder = self.coder
         target = args.strip()

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .eviction import evict, history_tokens, plan
+from .ingest import sync
+
 if TYPE_CHECKING:
     from .seams import CoderLike
 
@@ -85,9 +88,6 @@ def _evict(coder: CoderLike, session: Any, io: Any, amount: int | None) -> None:
     """Run eviction's own plan (the one ``/context-pressure`` lists) and report what it did:
     "freed" is what the whole next request lost, recalled context and all, not the sum of the
     messages' savings, which overstated it (decision 091)."""
-    from .eviction import evict, history_tokens, plan
-    from .ingest import sync
-
     sync(session, coder)
     before = history_tokens(session, coder)
     pinned = before - history_tokens(session, coder, pinned=False)

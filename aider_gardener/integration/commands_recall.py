@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..redact import redact, secret_kinds
 from ..store.floor import close
+from ..store.query import query_stems
 from ..store.recall import recall
 from ..tokens import count_tokens
 from .ingest import RECALL_HEADER
@@ -68,8 +69,6 @@ def _split(args: str) -> tuple[set[str], list[str]]:
 def matching_lines(text: str, query: str, limit: int = PREVIEW_LINES) -> tuple[list, int]:
     """([(line number, line)], how many lines matched): the lines sharing the most query
     terms, shown in their order in the original."""
-    from ..store.query import query_stems
-
     terms = query_stems(query)
     if not terms:
         return [], 0

@@ -39,6 +39,7 @@ from ..continuity.checkpoint import (
 from ..continuity.facts import Fact, FactBook
 from ..continuity.state import HEADER, order_key, render_state
 from ..continuity.tracker import FactTracker
+from ..store.db import resolve_location
 from ..tokens import count_tokens
 from .session import GardenerSession, framing, model_name
 
@@ -71,8 +72,6 @@ def checkpoint_folder(session: Any, coder: CoderLike) -> Path:
     store = session.store
     folder = getattr(store, "dir", None)
     if folder is None:
-        from ..store.db import resolve_location
-
         location = session.config.store
         if location == ":memory:":
             location = None

@@ -23,6 +23,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from ..preload import preload
+from ..store.priority import path_keys
 from ..tokens import count_tokens
 from .eviction import GardenerSummary, evict, history_tokens
 from .incremental import incremental_view
@@ -37,6 +39,7 @@ from .session import (
     creating_passive,
     framing,
     model_name,
+    passive_coders,
     passive_observer,
     window_of,
 )
@@ -134,8 +137,6 @@ class GardenerMixin(_CoderBase):
                 note = session.attempt("status", export_note, session, self, default=None)
                 self._garden_startup = [t for t in (line, note) if t]  # after Aider's banner
             if session.config.resume:  # compresses now, in the main thread: the numeric stack
-                from ..preload import preload  # first, after Aider's own import of it
-
                 preload()
             session.attempt("resume", keeper_of(session).start, self)
             session.attempt("store", session.protect_store_folder, self)
@@ -201,8 +202,6 @@ class GardenerMixin(_CoderBase):
     def run_one(self, user_message, preproc):
         if self._garden is None:
             return super().run_one(user_message, preproc)
-        from ..preload import preload
-
         preload()  # waits for startup.py's background import instead of racing it
         self._garden_typed = user_message
         self._garden.attempt("store", self._garden.new_turn)
@@ -567,8 +566,6 @@ class GardenerMixin(_CoderBase):
             g.attempt("facts", tracker_of(g).on_commit, commit_hash, message, paths, g.turn)
 
     def _garden_resolve(self, g: GardenerSession, edited: set) -> None:
-        from ..store.priority import path_keys
-
         store = g.store
         for path in edited:
             if store is not None:
@@ -587,8 +584,6 @@ class GardenerMixin(_CoderBase):
 
     def reply_completed(self):
         if self._garden is not None and self.edit_format == "architect":
-            from .session import passive_coders
-
             with passive_coders(self._garden):
                 return super().reply_completed()
         return super().reply_completed()

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from ..redact import redact
+from ..store import open_store
+from ..store.db import new_session_id, protect_folder, resolve_location
 from .options import GardenerConfig
 
 if TYPE_CHECKING:
@@ -229,8 +231,6 @@ class GardenerSession:
             return self.store
         cfg = self.config
         try:
-            from ..store import open_store
-
             self.store = open_store(
                 cfg.store,
                 root=getattr(coder, "root", None),
@@ -261,8 +261,6 @@ class GardenerSession:
         """The store folder's ``.gitignore`` (``store.db.protect_folder``) also where the store
         itself did not make the folder this session: checkpoints are written there without
         it (an in-memory or failed store), and folders of older versions lack one."""
-        from ..store.db import protect_folder, resolve_location
-
         folder = getattr(self.store, "dir", None)
         if folder is None or getattr(self.store, "path", None) is None:
             location = self.config.store if self.config.store != ":memory:" else None
@@ -372,8 +370,6 @@ class GardenerSession:
 
 def _new_session_id() -> str:
     """The store's own id scheme; the session has its id before (or without) a store."""
-    from ..store.db import new_session_id
-
     return new_session_id()
 
 

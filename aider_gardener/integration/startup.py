@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..preload import preload
+from ..store.db import resolve_location
 from .session import GardenerSession
 
 if TYPE_CHECKING:
@@ -39,7 +41,6 @@ def startup_line(session: GardenerSession, coder: CoderLike) -> str:
     """E.g. ``gardener: rag mode, history budget 8.0k tokens, store new, semantic recall``:
     the mode, the history size above which it evicts, how many originals the store holds, and
     how recall works, shortened until it fits ``WIDTH`` columns."""
-    from ..store.db import resolve_location
     from . import status
 
     cfg = session.config
@@ -105,7 +106,6 @@ def export_note(session: GardenerSession, coder: CoderLike) -> str | None:
     if os.environ.get("GARDENER_EMBED_BACKEND", "auto").lower() == "torch":
         return None
     from ..store import embeddings, model_choice
-    from ..store.db import resolve_location
 
     folder, _ = resolve_location(session.config.store, getattr(coder, "root", None))
     if model_choice.resolve(Path(folder)) != model_choice.DEFAULT:
@@ -131,8 +131,6 @@ def after_first_prompt(session: GardenerSession, coder: CoderLike) -> None:
 
 
 def _background(session: GardenerSession, root: str | None) -> None:
-    from ..preload import preload
-
     time.sleep(DELAY)  # the prompt first
     preload()
     if session.config.vectors:
@@ -143,7 +141,6 @@ def _preload_model(session: GardenerSession, root: str | None) -> bool:
     """Start loading the embedding model (the first ``/recall`` paid for the load when it began
     at the first message)."""
     from ..store import embeddings
-    from ..store.db import resolve_location
 
     folder, _ = resolve_location(session.config.store, root)
     return embeddings.preload(folder)

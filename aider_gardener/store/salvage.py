@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
+from ..types import ContentClass
 from . import priority
 
 T = TypeVar("T")
@@ -332,7 +333,6 @@ def _complete(store: Target, saved: set[str]) -> None:
     """Saved entries whose chunks, search keys or session link were lost get them again."""
     if not saved:
         return
-    from ..types import ContentClass
     from .chunking import chunk
 
     def lacking(table: str, column: str) -> list[Any]:
