@@ -258,13 +258,19 @@ def test_store_opening_is_timed_once_per_process_and_not_in_the_turns(continuity
 
 
 def test_the_clock_leaves_store_opening_out_of_the_turn(monkeypatch, tmp_path):
-    import time
     from types import SimpleNamespace
 
     import aider_gardener.store as store_pkg
     from aider_gardener.integration.options import GardenerConfig
     from aider_gardener.integration.session import GardenerSession
+    from bench.replay import runner
     from bench.replay.runner import GardenerClock, _timed_gardener
+
+    # the clock the runner reads moves only when this test says so: the figures are exact,
+    # whatever else the machine is doing (wall time would add any scheduling delay)
+    now = [1000.0]
+    time = SimpleNamespace(sleep=lambda s: now.__setitem__(0, now[0] + s))
+    monkeypatch.setattr(runner, "time", SimpleNamespace(perf_counter=lambda: now[0]))
 
     def slow_open(*args, **kwargs):
         time.sleep(0.2)
@@ -278,8 +284,8 @@ def test_the_clock_leaves_store_opening_out_of_the_turn(monkeypatch, tmp_path):
     with _timed_gardener(clock):
         session.attempt("step", lambda: session.open_store(coder) and time.sleep(0.05))
         session.attempt("step", session.open_store, coder)  # already open: not an opening
-    assert len(clock.opens) == 1 and clock.opens[0] >= 200
-    assert 50 <= clock.turn_ms < clock.opens[0]  # the step's own work, without the opening
+    assert len(clock.opens) == 1 and clock.opens[0] == pytest.approx(200)
+    assert clock.turn_ms == pytest.approx(50)  # the step's own work, without the opening
     assert (GardenerSession.attempt, GardenerSession.open_store) == originals  # restored
 
 

@@ -1244,19 +1244,37 @@ def test_warm_server_removes_its_files_on_sigterm(server_dir):
 @pytest.fixture
 def hook_server(server_dir):
     """A warm hook server of this test's own: a real subprocess on a real socket, ready (its
-    pid file is written once it listens) and stopped at the end."""
+    pid file is written once it listens) and warm, and stopped at the end.
+
+    Warm, because a request's child ends itself once its client has stopped waiting (10 s, a
+    third of the hook's timeout), and a child forked before the warm-up is done loads the store
+    for itself: on a busy machine that outlasted the 10 s and the test saw no answer. The
+    warm-up answers its requests in a scratch folder of the server's temp folder (private here)
+    and removes it when done: that folder coming and going is the event waited for."""
     sock = server_dir / "hookd-own.sock"
+    scratch = server_dir / "tmp"
+    scratch.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-m", "aider_gardener.clients.claude_hooks", "--serve", str(sock)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=dict(os.environ, TMPDIR=str(scratch)),
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # a bound on the waits, not a speed test
         while not Path(f"{sock}.pid").exists():
             assert time.monotonic() < deadline and proc.poll() is None, "no hook server"
             time.sleep(0.05)
+        seen = False
+        while True:
+            warming = any(scratch.glob("gardener-warm-up-*"))
+            if seen and not warming:
+                break
+            seen = seen or warming
+            assert proc.poll() is None, "the hook server exited"
+            assert time.monotonic() < deadline, "the hook server did not finish its warm-up"
+            time.sleep(0.01)
         yield sock
     finally:
         proc.terminate()
@@ -1267,17 +1285,22 @@ def hook_server(server_dir):
             proc.wait()
 
 
-def ask_within(sock: Path, event: str, payload: dict, seconds: float) -> str | None:
+def ask_within(sock: Path, event: str, payload: dict, seconds: float = 120) -> str | None:
     """The server's reply through the hooks' own client (None: it answered nothing), failing
-    the test when the client is still waiting after ``seconds``."""
+    the test when the client is still waiting after ``seconds``. The client waits that long
+    too: its own patience (a third of the hook's timeout, 10 s) is a production setting, and a
+    server that is not wedged may need longer than that on a busy machine."""
+    from unittest import mock
+
     got: dict = {}
 
     def ask() -> None:
         got["reply"] = hook_wire.ask_server(sock, event, json.dumps(payload).encode())
 
-    asker = threading.Thread(target=ask, daemon=True)
-    asker.start()
-    asker.join(seconds)
+    with mock.patch.object(hook_wire, "reply_wait", lambda event: seconds):
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        asker.join(seconds + 10)
     assert not asker.is_alive(), f"no answer to {event} within {seconds} s"
     return got["reply"]
 
@@ -1306,11 +1329,11 @@ def test_a_fifo_as_transcript_is_not_read_and_wedges_no_server(repo, tmp_path, h
         "cwd": str(repo),
         "prompt": "why does the build fail on the tokenizer?",
     }
-    assert ask_within(hook_server, "UserPromptSubmit", payload, 15) is not None
+    assert ask_within(hook_server, "UserPromptSubmit", payload) is not None
     (line,) = log_lines(repo)
     assert str(fifo) in line and "not a regular file" in line
     after = bash_payload(repo, 1)
-    assert ask_within(hook_server, "PostToolUse", after, 15) is not None
+    assert ask_within(hook_server, "PostToolUse", after) is not None
     with store_of(repo) as store:
         text = after["tool_response"]["stdout"]
         assert store.get(entry_id(text)).original == text
@@ -1333,7 +1356,7 @@ def test_readers_give_nothing_for_a_fifo_rather_than_block(repo, tmp_path):
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    reader.join(10)
+    reader.join(120)  # a blocked reader never returns: any bound tells them apart
     assert not reader.is_alive(), "a reader blocked on a FIFO"
     assert got == {"version": None, "facts": 0, "output": "cut"}
 
@@ -1368,11 +1391,11 @@ def test_a_stalled_request_does_not_hold_up_the_next(repo, hook_server):
     stalled.sendall(b'{"event": "PostToolUse", "cwd"')
     try:
         payload = bash_payload(repo, 3)
-        assert ask_within(hook_server, "PostToolUse", payload, 15) is not None
+        assert ask_within(hook_server, "PostToolUse", payload) is not None
         with store_of(repo) as store:
             text = payload["tool_response"]["stdout"]
             assert store.get(entry_id(text)).original == text
-        stalled.settimeout(30)
+        stalled.settimeout(120)  # the server's own timeout is 5 s: a bound, not a speed test
         assert stalled.recv(100) == b""  # closed, no answer
     finally:
         stalled.close()

@@ -411,8 +411,10 @@ _KILLED_WRITER = textwrap.dedent("""
     folder, marker = Path(sys.argv[1]), Path(sys.argv[2])
 
     def pause(tmp):
-        marker.write_text(str(tmp))
-        time.sleep(120)
+        part = marker.with_name(marker.name + ".part")  # whole when it appears: the test
+        part.write_text(str(tmp))  # kills this process as soon as it sees the marker
+        part.replace(marker)
+        time.sleep(600)
 
     ck._before_replace = pause
     book = FactBook()
