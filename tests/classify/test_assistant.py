@@ -8,18 +8,6 @@ from aider_gardener.types import ContentClass, Source
 
 C = ContentClass
 ASSISTANT = Source(role="assistant")
-USER = Source(role="user")
-
-
-def classes(text, src):
-    return [s.cls for s in segment(text, src)]
-
-
-def py_traceback(frames: int) -> str:
-    body = "".join(
-        f'  File "/app/pkg/mod{i}.py", line {10 + i}, in f{i}\n    g{i}()\n' for i in range(frames)
-    )
-    return "Traceback (most recent call last):\n" + body + "ValueError: bad value\n"
 
 
 REPLY = """I'll make `load` tolerate a missing file and add a test for it.

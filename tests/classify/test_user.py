@@ -7,7 +7,6 @@ from aider_gardener.classify.user import PASTE_MIN_LINES
 from aider_gardener.types import ContentClass, Source
 
 C = ContentClass
-ASSISTANT = Source(role="assistant")
 USER = Source(role="user")
 
 
