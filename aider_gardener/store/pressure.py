@@ -22,7 +22,8 @@ class StoreView(Protocol):
     scope: str
     session_id: str
 
-    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
+    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in a read transaction."""
 
 
 # An eviction is worth recommending when it frees at least this share of the tracked summary

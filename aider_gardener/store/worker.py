@@ -37,13 +37,17 @@ class ChunkQueue(Protocol):
     """What the worker uses of the store that starts it (``db.Store``, which imports this
     module: the worker sits below it)."""
 
-    def pending_chunks(self, limit: int) -> list[tuple[str, str, str]]: ...
+    def pending_chunks(self, limit: int) -> list[tuple[str, str, str]]:
+        """Up to ``limit`` chunks waiting for a vector: (chunk id, entry id, text)."""
 
-    def mark_chunks(self, chunk_ids: Sequence[str], state: int) -> None: ...
+    def mark_chunks(self, chunk_ids: Sequence[str], state: int) -> None:
+        """Record what became of these chunks (indexed, skipped, failed)."""
 
-    def pending_count(self) -> int: ...
+    def pending_count(self) -> int:
+        """Chunks still waiting."""
 
-    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
+    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in a read transaction."""
 
 
 log = logging.getLogger(__name__)
