@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from ..redact import redact
-from ..store import open_store
+from .. import store as store_package
 from ..store.db import new_session_id, protect_folder, resolve_location
 from .options import GardenerConfig
 
@@ -231,7 +231,7 @@ class GardenerSession:
             return self.store
         cfg = self.config
         try:
-            self.store = open_store(
+            self.store = store_package.open_store(  # looked up late: the bench and tests wrap it
                 cfg.store,
                 root=getattr(coder, "root", None),
                 scope=cfg.scope,
