@@ -22,8 +22,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
-from ..redact import redact
 from .. import store as store_package
+from ..redact import redact
 from ..store.db import new_session_id, protect_folder, resolve_location
 from .options import GardenerConfig
 
