@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..preload import preload
-from ..store import maintenance
+from ..store import open_store
 from ..store.db import Store, find_git_root, resolve_location
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def open_project_store(
     if vectors and worker:
         preload()  # numpy & co. in this thread before the model's thread imports them too
         _preload_model(folder)
-    opened = Store(
+    opened = open_store(
         location,
         root=None if location is not None else root,
         session_id=session_id,
@@ -96,9 +96,8 @@ def open_project_store(
         chroma_url=chroma_url,
         model=model,
         project_root=str(root),
+        maintenance_interval=MAINTENANCE_INTERVAL if worker else None,
     )
-    if worker:
-        maintenance.start(opened, MAINTENANCE_INTERVAL)
     if vectors and not worker and opened.degraded is None and opened.path is not None:
         _attach_index(opened, chroma_url)
     return opened

@@ -45,6 +45,5 @@ def open_store(
         chroma_url=chroma_url,
         **kwargs,
     )
-    if maintenance_interval:
-        maintenance.start(store, maintenance_interval)
+    maintenance.start(store, maintenance_interval)
     return store

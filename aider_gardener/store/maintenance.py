@@ -197,9 +197,9 @@ class Maintenance:
         return self._thread.is_alive()
 
 
-def start(store: Store, interval: float = DEFAULT_INTERVAL) -> Maintenance | None:
+def start(store: Store, interval: float | None = DEFAULT_INTERVAL) -> Maintenance | None:
     """Background maintenance every ``interval`` seconds, stopped when the store closes; None
-    for a store that cannot be written (read-only, or a degraded in-memory one has no file)."""
+    when ``interval`` is None or 0, or for a store that cannot be written (read-only)."""
     if store.read_only is not None or not interval:
         return None
     thread = Maintenance(store, interval)
