@@ -708,6 +708,8 @@ def _hit(entry: Any, hit: Any, query: str, full: int) -> dict[str, Any]:
             out["lines_matched"] = f"{matched}+" if capped else matched
         if getattr(hit, "excerpt", ""):
             out["excerpt"] = redact(hit.excerpt)
+        if getattr(hit, "duplicates", ()):
+            out["near_copies"] = list(hit.duplicates)
     if full:
         text = entry.original
         out["original"] = redact_range(text, 0, min(full, len(text)))[0]

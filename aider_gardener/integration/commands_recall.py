@@ -95,6 +95,12 @@ def _origin(entry: Any) -> str:
     return ""
 
 
+def _copies_line(ids: tuple[str, ...] | list[str]) -> str:
+    """The near-copies a hit stands for (the same failure run again, a file read twice)."""
+    n = len(ids)
+    return _one_line(f"    (and {n} near-cop{'y' if n == 1 else 'ies'}: {' '.join(ids)})")
+
+
 def _one_line(text: str) -> str:
     """``text`` as one terminal line: whitespace runs (a multi-line command) as one space, cut
     with "…" to the terminal's width less one (a full line wraps on some terminals), or to
@@ -176,12 +182,15 @@ class RecallCommands:
                 self.io.tool_output(f"Searched{note}.")
             entries = [found[h.entry_id] for h in hits]
             excerpts = {h.entry_id: getattr(h, "excerpt", "") or h.text for h in hits}
+            copies = {h.entry_id: h.duplicates for h in hits}
         else:
-            query, excerpts = "", {}
+            query, excerpts, copies = "", {}, {}
         if not entries:
             return
         for entry in entries:
             self._list_entry(entry, query, excerpts.get(entry.id, ""))
+            if copies.get(entry.id):
+                self.io.tool_output(_copies_line(copies[entry.id]))
         if "--full" in flags:
             self._show(store, entries[0], "--all" in flags)
         if "--add" in flags:

@@ -124,25 +124,29 @@ def after_first_prompt(session: GardenerSession, coder: CoderLike) -> None:
             return
         _started = True
     root = getattr(coder, "root", None)
+    history = getattr(getattr(coder, "io", None), "input_history_file", None)
     thread = threading.Thread(
-        target=_background, args=(session, root), name="gardener-start", daemon=True
+        target=_background, args=(session, root, history), name="gardener-start", daemon=True
     )
     thread.start()
 
 
-def _background(session: GardenerSession, root: str | None) -> None:
+def _background(session: GardenerSession, root: str | None, history: str | None = None) -> None:
     time.sleep(DELAY)  # the prompt first
     preload()
     if session.config.vectors:
-        session.attempt("preload", _preload_model, session, root)
+        session.attempt("preload", _preload_model, session, root, history)
 
 
-def _preload_model(session: GardenerSession, root: str | None) -> bool:
+def _preload_model(session: GardenerSession, root: str | None, history: str | None = None) -> bool:
     """Start loading the embedding model (the first ``/recall`` paid for the load when it began
-    at the first message)."""
-    from ..store import embeddings
+    at the first message), after reading the project's language from Aider's input history
+    (``store/language.py``): the model to load depends on it."""
+    from ..store import embeddings, language
 
     folder, _ = resolve_location(session.config.store, root)
+    if Path(folder).is_dir():
+        language.from_input_history(history, folder)
     return embeddings.preload(folder)
 
 

@@ -1012,6 +1012,7 @@ class Store:
             entry.stored, entry.not_stored = False, "read-only"
             return entry
         chunks = self._chunk(entry.original, result.cls)
+        chunks += self._gist(entry, chunks)
         keys = priority.extract_keys(entry.summary)
         if entry.path:
             keys = priority.path_keys(entry.path) + keys
@@ -1032,7 +1033,35 @@ class Store:
             )
             return entry
         self._stored_one(bool(chunks))
+        if source.role == "user" and str(result.cls) in CONVERSATION_CLASSES:
+            self.guard("language", None, lambda: self._note_language(entry.original))
         return stored
+
+    def _note_language(self, text: str) -> None:
+        """Count the language of a user's turn; once most of this session's are one other than
+        English, record it for ``model_choice`` and say so once (``language.py``)."""
+        from . import language, model_choice
+
+        if self.dir is None or language.recorded(self.dir):
+            return
+        code = language.detect(text)
+        if code is None:
+            return
+        self.bump(f"lang:{code}")
+        tally = {k[5:]: int(v) for k, v in self.counters().items() if k.startswith("lang:")}
+        decided = language.decide(tally)
+        if decided is None or decided == language.ENGLISH:
+            return
+        language.record(self.dir, decided)
+        if self.vectors is None:
+            return  # recorded for when vectors are on; nothing to say meanwhile
+        if model_choice.by_language(self.dir) and model_choice.active() != model_choice.E5:
+            self.warn_once(
+                "language",
+                f"gardener: this project's sessions are in {language.name(decided)}: from the"
+                f" next session on, recall by meaning uses {model_choice.MODELS[model_choice.E5]}"
+                " (--gardener-embedder minilm keeps MiniLM)",
+            )
 
     def _stored_one(self, chunks: bool) -> None:
         if self._checkpointer is not None:
@@ -1127,6 +1156,20 @@ class Store:
             active=True,
             resolved=False,
         )
+
+    def _gist(self, entry: Entry, chunks: list[str]) -> list[str]:
+        """The entry's gist as one more chunk to embed (``gist.py``); none for an entry with
+        no chunk (nothing to embed) or when making it fails."""
+        if not chunks:
+            return []
+        try:
+            from .gist import gist
+
+            text = gist(entry.original, str(entry.cls), entry.role, entry.command)
+        except Exception as err:  # noqa: BLE001 - the chunks alone still find the entry
+            self.warn_once("gist", f"gardener: no gist for recall by meaning ({err})")
+            return []
+        return [text] if text and text not in chunks else []
 
     def _chunk(self, text: str, cls: ContentClass) -> list[str]:
         try:

@@ -4,8 +4,9 @@ Two models: ``minilm`` (all-MiniLM-L6-v2, the default) and ``multilingual-e5`` (
 better recall on non-English sessions, ~5x the CPU per chunk). Vectors of one model mean
 nothing to the other, so each model has its own chromadb collection, and the store remembers
 its model in ``<store>/embedding-model`` (the chunks' ``embedded`` flags mean "by that model").
-The model is chosen explicitly (``--gardener-embedder``, ``GARDENER_EMBED_MODEL``), else the
-store's recorded one, else ``minilm``: ``gardener-mcp`` and the Claude Code hooks, which pass no
+The model is chosen explicitly (``--gardener-embedder``, ``GARDENER_EMBED_MODEL``), else by the
+store's language (``language.py``: E5 for a non-English one), else the store's recorded one, else
+``minilm``: ``gardener-mcp`` and the Claude Code hooks, which pass no
 choice, follow the project's Aider session. An explicit choice that differs switches the store:
 every chunk is queued again (``Store._follow_model``) and re-embedded into the other collection
 in the background while full-text recall carries on; the old collection is kept.
@@ -85,8 +86,22 @@ def recorded(store_dir: Path | str) -> str | None:
 
 
 def resolve(store_dir: Path | str | None) -> str:
-    """Explicit choice, else the store's, else the default (decides nothing)."""
-    return requested() or (recorded(store_dir) if store_dir is not None else None) or DEFAULT
+    """Explicit choice, else the store's language's, else the store's, else the default
+    (decides nothing)."""
+    if store_dir is None:
+        return requested() or DEFAULT
+    return requested() or by_language(store_dir) or recorded(store_dir) or DEFAULT
+
+
+def by_language(store_dir: Path | str) -> str | None:
+    """multilingual-e5 for a store whose sessions are not in English (``language.py``), when
+    its package is installed; None leaves the choice to the store's record."""
+    from . import e5, language
+
+    code = language.recorded(store_dir)
+    if code is None or code == language.ENGLISH or e5.available() is not None:
+        return None
+    return E5
 
 
 def choose(store_dir: Path | str | None) -> str:

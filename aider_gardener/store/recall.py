@@ -18,19 +18,26 @@ Measurements and rejected alternatives: docs/decisions/080-hybrid-recall-fusion.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from . import duplicates
 from . import rerank as reranking
 from .db import Store
-from .query import CONVERSATION_CLASSES, PREVIOUS_TURN_WINDOW, RRF_K
+from .query import CONVERSATION_CLASSES, PREVIOUS_TURN_WINDOW, RRF_K, query_stems
 
 log = logging.getLogger(__name__)
 
 
 FTS_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.6
+# A question in words ("why did the login check fail?") shares only common words with what it
+# asks about, which match dozens of entries in a coding session, while its meaning is what the
+# vectors find; a query with an identifier, a path or a quoted string is found by its words.
+QUESTION_FTS_WEIGHT = 1.0
+QUESTION_VECTOR_WEIGHT = 1.0
 PRIORITY_WEIGHT = 0.1
 PRIORITY_CAP = 150.0
 RECENCY_WEIGHT = 0.05
@@ -38,6 +45,7 @@ RECENCY_HALF_LIFE = 86400.0  # a day
 CANDIDATES = 50  # per ranker, before fusion; also the floor for large limits
 CHUNKS_PER_CANDIDATE = 2  # several chunks of one entry can crowd the vector list
 RERANK_CHARS = 2000  # of an original read by the reranker (it keeps rerank.MAX_TOKENS of them)
+COLLAPSE_SCAN = 30  # candidates past the limit looked at for copies of the hits
 REPLY_CREDIT = 0.3  # share of an entry's fused score credited to the entry before it
 # Credit flows among conversation turns, and "the turn before" is found within the window the
 # store uses to index each turn with the turn it answers: one definition of both, in the store.
@@ -59,6 +67,7 @@ class RecallHit:
     excerpt: str = ""
     via: str = ""  # "fts", "vector", "fts+vector", or "reply" (credited by its reply)
     similarity: float = 0.0  # cosine of the best chunk to the query; 0.0 when vectors missed it
+    duplicates: tuple[str, ...] = ()  # near-copies this hit stands for (``duplicates.py``)
 
 
 def recall(
@@ -118,8 +127,9 @@ def _recall(
     now = time.time()
     scores: dict[str, float] = {}
     found_by: dict[str, list[str]] = {}
+    weights = fusion_weights(query)
     for name, ranked in rankings.items():
-        weight = FTS_WEIGHT if name == "fts" else VECTOR_WEIGHT
+        weight = weights[name]
         rank = 0
         for eid in ranked:
             if eid not in entries:
@@ -127,7 +137,7 @@ def _recall(
             rank += 1
             scores[eid] = scores.get(eid, 0.0) + weight / (RRF_K + rank)
             found_by.setdefault(eid, []).append(name)
-    _credit_previous(store, scores, entries, found_by, wanted)
+    previous = _credit_previous(store, scores, entries, found_by, wanted)
     for eid in scores:
         scores[eid] *= _boost(entries[eid], now)
 
@@ -135,7 +145,9 @@ def _recall(
     excerpts: dict[str, str] = {}
     if len(ordered) > 1 and reranking.wanted(rerank) and reranking.available():
         ordered, excerpts = _reranked(store, query, ordered, entries, excerpt_chunk)
-    best = ordered[:limit]
+    ordered = _order_pairs(ordered[: limit + COLLAPSE_SCAN], previous, entries, query)
+    originals = {eid: entries[eid].original or "" for eid in ordered[: limit + COLLAPSE_SCAN]}
+    best, copies = duplicates.collapse(ordered[: limit + COLLAPSE_SCAN], originals, limit)
     missing = [
         excerpt_chunk[e] for e in best if e in excerpt_chunk and excerpt_chunk[e] not in excerpts
     ]
@@ -154,11 +166,28 @@ def _recall(
                 excerpt=excerpts.get(excerpt_chunk.get(eid, ""), ""),
                 via="+".join(found_by[eid]),
                 similarity=similarity.get(eid, 0.0),
+                duplicates=tuple(copies.get(eid, ())),
             )
         )
     if full and hits:
         store.touch([h.entry_id for h in hits])
     return hits
+
+
+def fusion_weights(query: str) -> dict[str, float]:
+    """How much each ranker counts for this query (see ``QUESTION_VECTOR_WEIGHT``)."""
+    if is_question(query):
+        return {"fts": QUESTION_FTS_WEIGHT, "vector": QUESTION_VECTOR_WEIGHT}
+    return {"fts": FTS_WEIGHT, "vector": VECTOR_WEIGHT}
+
+
+_IDENTIFIER = re.compile(r"`|^[\"']|[\"']$|\w[./:\\]\w|\w_\w|[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]|\(\)")
+
+
+def is_question(query: str) -> bool:
+    """A query of plain words (several, no identifier, path, quote, digits-in-words or call)."""
+    words = query.split()
+    return len(words) >= 3 and not any(_IDENTIFIER.search(w) for w in words)
 
 
 def recall_fts_only(store: Store, query: str, classes=None, limit: int = 5, full: bool = False):
@@ -220,15 +249,16 @@ def _credit_previous(
     entries: dict[str, Any],
     found_by: dict[str, list[str]],
     wanted: list[str] | None,
-) -> None:
+) -> dict[str, str]:
     """Add ``REPLY_CREDIT`` of each entry's score to the entry before it in its session (see
-    the module docstring); in place. Without the store's ``read`` (a stand-in) nothing changes."""
-    if REPLY_CREDIT <= 0 or not scores:
-        return
+    the module docstring); in place. Without the store's ``read`` (a stand-in) nothing changes.
+    Returns the entry before each conversation turn scored (``_order_pairs`` reads it)."""
+    if not scores:
+        return {}
     turns = [eid for eid in scores if str(entries[eid].cls) in CONVERSATION_CLASSES]
     previous = _previous_entries(store, turns) if turns else {}
-    if not previous:
-        return
+    if not previous or REPLY_CREDIT <= 0:
+        return previous
     missing = [p for p in set(previous.values()) if p not in entries]
     if missing:
         more = store.get_entries(missing)  # active and in scope only
@@ -242,6 +272,73 @@ def _credit_previous(
     for eid, extra in credit.items():
         scores[eid] = scores.get(eid, 0.0) + extra
         found_by.setdefault(eid, ["reply"])
+    return previous
+
+
+def _order_pairs(
+    ordered: list[str], previous: dict[str, str], entries: dict[str, Any], query: str
+) -> list[str]:
+    """A user's turn and the reply to it both ranked: the reply first (what was answered,
+    decided or done is what a question looks for), unless the query asks about the user's
+    own words ("when I asked…", ``asks_own_words``). The pair keeps its two places."""
+    own = asks_own_words(query)
+    answer = asks_answer(query)
+    stems = [t for t in query_stems(query) if len(t) >= 3]
+    out = list(ordered)
+    where = {eid: i for i, eid in enumerate(out)}
+    for reply, prompt in previous.items():
+        if reply not in where or prompt not in where or prompt not in entries:
+            continue
+        if entries[reply].role != "assistant" or entries[prompt].role != "user":
+            continue
+        if own or answer:
+            prompt_first = own
+        else:  # the one whose own words the query shares (each is indexed with the other)
+            prompt_first = _shared(stems, entries[prompt]) > _shared(stems, entries[reply])
+        i, j = where[reply], where[prompt]
+        if (i > j) != prompt_first:  # the wrong one of the two is ahead
+            out[i], out[j] = out[j], out[i]
+            where[reply], where[prompt] = j, i
+    return out
+
+
+# A question about what the user said or asked, in the languages sessions were seen in.
+_OWN_WORDS = re.compile(
+    r"\b(?:I|we)\s+(?:had\s+)?(?:asked|said|wanted|requested|told|typed|wrote|mentioned"
+    r"|described|reported|pasted)\b|\bmy\s+(?:own\s+)?(?:request|question|prompt|message|ask)"
+    r"|\b(?:did|do)\s+I\s+(?:ask|say|want|request|tell|type|write)"
+    r"|\b(?:le\s+)?(?:ped[ií]|pregunt[ée]|dije|quer[ií]a|escrib[ií])\b|\bperguntei\b"
+    r"|\bj'ai\s+(?:demand[ée]|dit|[ée]crit)|\bich\s+(?:habe\s+)?(?:gefragt|gebeten|gesagt)"
+    r"|\b(?:jsem|sem)\s+(?:se\s+)?(?:ptal|chtěl|psal|žádal|napsal|zeptal)"
+    r"|\b(?:ptal|chtěl|psal|žádal|zeptal)\s+(?:jsem|sem)\b"
+    r"|\bя\s+(?:спрашивал|просил|писал|сказал|хотел)|\b(?:sordum|istedim|dedim|yazdım)\b"
+    r"|我(?:问|問|要求|让|讓|叫|说|說|请|請|想)",
+    re.IGNORECASE,
+)
+
+
+# ... unless it asks what came back ("what did it answer when I asked…").
+_ANSWER_WORDS = re.compile(
+    r"\b(?:it|he|she|they|you|aider|claude|the\s+(?:model|assistant|ai))\s+(?:had\s+)?"
+    r"(?:said|answered|replied|suggested|proposed|recommended|explained|told|say|answer|reply"
+    r"|suggest|propose|recommend|explain)\b|\b(?:contest[óo]|respondi[óo]|me\s+dijo|sugiri[óo]"
+    r"|propuso|explic[óo]|respondeu|sugeriu|odpověděl|navrhl|řekl|poradil|ответил|предложил"
+    r"|cevap\s+verdi|önerdi)\b|回答|回复|回覆|建议|建議|说了什么|說了什麼",
+    re.IGNORECASE,
+)
+
+
+def asks_own_words(query: str) -> bool:
+    return bool(_OWN_WORDS.search(query)) and not _ANSWER_WORDS.search(query)
+
+
+def asks_answer(query: str) -> bool:
+    return bool(_ANSWER_WORDS.search(query))
+
+
+def _shared(stems: list[str], entry: Any) -> int:
+    text = (entry.original or "")[:RERANK_CHARS].lower()
+    return sum(1 for t in stems if t in text)
 
 
 def _reranked(

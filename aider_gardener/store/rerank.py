@@ -17,8 +17,11 @@ Measurements and the packages surveyed: docs/decisions/087-recall-rerank.md.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import threading
+from collections import OrderedDict
 from typing import Any, Sequence
 
 from .query import RRF_K, STOPWORDS
@@ -32,8 +35,15 @@ WEIGHT = 1.0  # MaxSim's rank weight against the first stage's (RRF with recall.
 MAX_TOKENS = 128  # word pieces per candidate: a turn and the turn it answers fit
 _SPECIAL = ("[CLS]", "[SEP]", "[PAD]", "[UNK]")
 
+# Token states of candidates read before, by text: at most this many bytes (float16, 768
+# bytes a word piece: ~330 candidates of MAX_TOKENS pieces), least recently read dropped first.
+CACHE_BYTES = 32 << 20
+
 _tokenizer: Any = None
 _warned = False
+_cache: OrderedDict[str, Any] = OrderedDict()
+_cache_lock = threading.Lock()
+_cache_bytes = 0
 
 
 def setting() -> str:
@@ -88,17 +98,27 @@ def maxsim_scores(query: str, texts: Sequence[str]) -> list[float] | None:
             keep = [i for i, t in enumerate(q.tokens) if t not in _SPECIAL]
         if not keep:
             return None
-        docs = tokenizer.encode_batch([t or " " for t in texts])
+        keys = [_key(t) for t in texts]
+        with _cache_lock:
+            missing = [i for i, k in enumerate(keys) if k not in _cache]
+        docs = tokenizer.encode_batch([texts[i] or " " for i in missing]) if missing else []
         rows = [q.ids] + [d.ids for d in docs]
         states = _token_states(embeddings, encoder, rows)
         query_vecs = states[0][keep]  # (q, 384)
+        for n, (i, d) in enumerate(zip(missing, docs), start=1):
+            inner = [j for j, t in enumerate(d.tokens) if t not in _SPECIAL]
+            _remember(keys[i], states[n][inner].astype("float16"))
+        with _cache_lock:
+            found = [_cache.get(k) for k in keys]
+            for k in keys:
+                if k in _cache:
+                    _cache.move_to_end(k)
         scores = []
-        for n, d in enumerate(docs, start=1):
-            inner = [i for i, t in enumerate(d.tokens) if t not in _SPECIAL]
-            if not inner:
+        for doc in found:
+            if doc is None or not len(doc):
                 scores.append(0.0)
                 continue
-            sims = query_vecs @ states[n][inner].T  # (q, d)
+            sims = query_vecs @ doc.astype("float32").T  # (q, d)
             scores.append(float(sims.max(axis=1).mean()))
         return scores
     except Exception as err:  # noqa: BLE001 - a failed rerank keeps the first stage's order
@@ -121,6 +141,24 @@ def rerank(query: str, ranked: list[str], texts: dict[str, str]) -> list[str]:
     total = [1.0 / (RRF_K + i + 1) + WEIGHT / (RRF_K + maxsim_rank[i]) for i in range(len(head))]
     order = sorted(range(len(head)), key=lambda i: (-total[i], i))
     return [head[i] for i in order] + ranked[DEPTH:]
+
+
+def _key(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=12).hexdigest()
+
+
+def _remember(key: str, states: Any) -> None:
+    """Keep a candidate's token states (float16) for the next recall that reads it again: the
+    same entries come back for related questions, and encoding them is the reranker's cost."""
+    global _cache_bytes
+    with _cache_lock:
+        if key in _cache:
+            return
+        _cache[key] = states
+        _cache_bytes += states.nbytes
+        while _cache_bytes > CACHE_BYTES and len(_cache) > 1:
+            _, old = _cache.popitem(last=False)
+            _cache_bytes -= old.nbytes
 
 
 def _token_states(embeddings: Any, encoder: Any, rows: list[list[int]]) -> list[Any]:
@@ -160,6 +198,8 @@ def _get_tokenizer(embeddings: Any) -> Any:
 
 
 def _reset_for_tests() -> None:
-    global _tokenizer, _warned
+    global _tokenizer, _warned, _cache_bytes
     _tokenizer = None
     _warned = False
+    _cache.clear()
+    _cache_bytes = 0

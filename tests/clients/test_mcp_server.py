@@ -1063,3 +1063,36 @@ def test_expand_and_recall_give_the_model_no_secret(tmp_path):
         assert key not in json.dumps(found)
     finally:
         tools.close()
+
+
+def test_recall_folds_near_copies_into_one_hit(tmp_path):
+    """The same failing run three times is one hit that names the other two."""
+    if not SERVER.is_file():
+        pytest.skip(f"{SERVER} is not installed (pip install -e .)")
+    repo = _repo(tmp_path / "repo")
+    run = (
+        "FAILED tests/test_cart.py::test_empty_cart - ZeroDivisionError: division by zero\n"
+        "== 1 failed, {n} passed in 0.{n}s ==\n"
+    )
+    store = project.open_project_store(repo, vectors=False, worker=False, session_id=CLIENT_SESSION)
+    try:
+        ids = [
+            store.ingest(run.format(n=n), Source(role="tool", command="pytest")).id
+            for n in (11, 12, 13)
+        ]
+        other = store.ingest(
+            "FAILED tests/test_login.py::test_admin - AssertionError: expected 200, got 401\n",
+            Source(role="tool", command="pytest tests/test_login.py"),
+        ).id
+    finally:
+        store.close()
+    home = tmp_path / "home"
+    home.mkdir()
+    client = McpClient([], _env(home), repo)
+    try:
+        hits = client.ok("recall", {"query": "FAILED ZeroDivisionError test_empty_cart"})["hits"]
+    finally:
+        client.close()
+    assert hits[0]["id"] in ids
+    assert sorted([hits[0]["id"], *hits[0]["near_copies"]]) == sorted(ids)
+    assert all(h["id"] not in ids for h in hits[1:]) and other in [h["id"] for h in hits]

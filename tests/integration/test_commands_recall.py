@@ -562,3 +562,21 @@ def test_a_hit_header_is_one_terminal_line(make_coder, monkeypatch, capsys):
     header = next(line for line in lines if line.startswith(entry.id))
     assert len(header) <= 79 and header.endswith("…")
     assert lines[lines.index(header) + 1].lstrip().startswith("1: deploy ok")
+
+
+def test_near_copies_are_one_hit_that_names_the_others(make_coder, capsys):
+    """The same failing run after each attempt is listed once, with the ids of its copies."""
+    coder = make_coder()
+    store = coder.gardener.open_store(coder)
+    run = "FAILED tests/test_cart.py::test_empty_cart - QuokkaDivision\n== 1 failed in 0.{}s\n"
+    ids = [store.ingest(run.format(n), Source(role="tool", command="pytest")).id for n in (1, 2, 3)]
+    other = store.ingest("QuokkaDivision is guarded in cart.py now.\n", Source(role="assistant"))
+    coder.commands.cmd_recall("QuokkaDivision")
+    lines = out_of(capsys).splitlines()
+    headers = [line.split()[0] for line in lines if line and not line[0].isspace()]
+    listed = [h for h in headers if h in ids]
+    assert len(listed) == 1 and other.id in headers
+    copies = next(line for line in lines if "near-cop" in line)
+    assert copies.strip().startswith("(and 2 near-copies: ") and copies.strip().endswith(")")
+    named = copies.strip()[len("(and 2 near-copies: ") : -1].split()
+    assert sorted(named) == sorted(set(ids) - set(listed))

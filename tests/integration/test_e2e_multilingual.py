@@ -247,3 +247,48 @@ def test_switching_back_to_minilm_says_so_and_requeues_every_chunk(workspace):
     assert _marker(repo) == "minilm"
     # the e5 vectors stay (a switch back re-embeds over them); MiniLM's are re-made or pending
     assert _vectors_per_collection(repo)["gardener-multilingual-e5"] == chunks
+
+
+SPANISH = (
+    "podes analizar por que el usuario admin no puede aprobar las solicitudes de roles",
+    "el error es que la primera cuenta de anvil no puede aprobar las solicitudes",
+    "necesito que revises la función de aprobar en el contrato inteligente",
+)
+SPANISH_NOTICE = _words(
+    "gardener: this project's sessions are in Spanish: from the next session on, recall by"
+    f" meaning uses {E5}"
+)
+STARTUP_REINDEX_E5 = _words("re-indexing for multilingual-e5")
+
+
+def test_a_spanish_session_is_told_once_and_the_next_one_recalls_with_e5(workspace):
+    """No flag anywhere: the prompts' language decides (store/language.py)."""
+    repo = workspace[0]
+    child = _spawn(workspace)
+    try:
+        _prompt(child)
+        for text in SPANISH:
+            _ask(child, text)
+        _ask(child, "gracias, seguimos mañana con el contrato")
+        _exit(child)
+    finally:
+        child.close(force=True)
+    screen = _screen(child)
+    assert len(re.findall(SPANISH_NOTICE, screen)) == 1, screen[-2000:]
+    assert (_store(repo) / "language").read_text(encoding="utf-8").strip() == "es"
+    assert _marker(repo) == "minilm"  # this session kept the model it had loaded
+
+    child = _spawn(workspace)
+    try:
+        child.expect(STARTUP_REINDEX_E5)
+        _prompt(child)
+        _wait_model_loaded(child)
+        _wait_indexed(repo, len(SPANISH) + 1)
+        ids, listed = _recall_ids(child, "por que el administrador no logra aceptar pedidos")
+        wanted = _query(repo, "SELECT id FROM entries WHERE original LIKE 'podes analizar%'")
+        assert ids and ids[0] == wanted[0][0], listed
+        _exit(child)
+    finally:
+        child.close(force=True)
+    assert re.search(SPANISH_NOTICE, _screen(child)) is None  # said once, by the first session
+    assert _marker(repo) == "multilingual-e5"

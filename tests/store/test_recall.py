@@ -254,7 +254,7 @@ def test_not_yet_embedded_entries_are_found_by_full_text(tmp_path, monkeypatch):
     with Store(tmp_path / "gs") as store:
         assert store.vectors is not None
         eid = store.ingest(PYTEST, Source(role="tool", command="pytest")).id
-        assert store.pending_count() == 1
+        assert store.pending_count() == 2  # its one chunk and its gist
         hits = recall(store, "test_login AssertionError")
         assert top(hits) == eid and hits[0].via == "fts"
 
@@ -339,3 +339,80 @@ def test_reply_credit_is_only_between_conversation_turns(tmp_path):
         rust = store.ingest(RUST, Source(role="tool", command="cargo build")).id
         hits = recall_fts_only(store, "unresolved helpers", limit=5)
         assert [h.entry_id for h in hits] == [rust] and code not in [h.entry_id for h in hits]
+
+
+@pytest.mark.parametrize(
+    "query, question",
+    [
+        ("why did the login check fail after the upgrade?", True),
+        ("when did Caroline go to the support group?", True),
+        ("the parse_config error", False),
+        ("src/app.py keeps failing", False),
+        ("E0432 in the build", False),
+        ('why "foo" fails', False),
+        ("getUser is undefined", False),
+        ("login failed", False),  # two words: the old weights
+    ],
+)
+def test_a_question_in_words_leans_on_the_vectors(query, question):
+    assert recall_mod.is_question(query) is question
+    weights = recall_mod.fusion_weights(query)
+    if question:
+        assert weights["vector"] == recall_mod.QUESTION_VECTOR_WEIGHT
+    else:
+        assert weights == {"fts": recall_mod.FTS_WEIGHT, "vector": recall_mod.VECTOR_WEIGHT}
+    assert recall_mod.QUESTION_VECTOR_WEIGHT > recall_mod.VECTOR_WEIGHT
+
+
+@pytest.mark.parametrize(
+    "query, own",
+    [
+        ("when I asked to scaffold the pipeline folder", True),
+        ("what did I ask about the mobile menu?", True),
+        ("cuando le pedí revisar el script de despliegue", True),
+        ("na co jsem se ptal u přihlášení", True),
+        ("我让你修的那个弹窗问题", True),
+        ("what did it suggest when I asked about CORS?", False),
+        ("¿qué me contestó cuando le pregunté qué modelo era?", False),
+        ("why did the login check fail?", False),
+    ],
+)
+def test_questions_about_the_users_own_words(query, own):
+    assert recall_mod.asks_own_words(query) is own
+
+
+def _pair_store(tmp_path):
+    store = Store(tmp_path / "gs", vectors=False)
+    prompt = store.ingest(
+        "The checkout page crashes when the cart is empty, please look into it.",
+        Source(role="user"),
+    ).id
+    reply = store.ingest(
+        "The crash comes from dividing the total by the item count, which is zero for an"
+        " empty cart. I guarded the division in cart.py and show a friendly notice instead.",
+        Source(role="assistant"),
+    ).id
+    return store, prompt, reply
+
+
+def test_a_question_about_the_answer_ranks_the_reply_over_the_turn_it_answers(tmp_path):
+    store, prompt, reply = _pair_store(tmp_path)
+    with store:
+        hits = recall_fts_only(store, "what did it suggest for the crash on the empty cart?")
+        assert [h.entry_id for h in hits[:2]] == [reply, prompt]
+
+
+def test_a_question_about_my_own_request_ranks_my_turn_first(tmp_path):
+    store, prompt, reply = _pair_store(tmp_path)
+    with store:
+        hits = recall_fts_only(store, "when I asked about the crash on the empty cart")
+        assert [h.entry_id for h in hits[:2]] == [prompt, reply]
+
+
+def test_otherwise_the_turn_whose_own_words_match_goes_first(tmp_path):
+    store, prompt, reply = _pair_store(tmp_path)
+    with store:
+        hits = recall_fts_only(store, "guarded division item count zero")
+        assert hits[0].entry_id == reply
+        hits = recall_fts_only(store, "checkout page crashes, look into it")
+        assert hits[0].entry_id == prompt

@@ -172,3 +172,22 @@ def test_store_recall_passes_the_explicit_flag(conversation, monkeypatch):
     recall(store, "adopted puppy", limit=3, rerank=True)
     recall(store, "adopted puppy", limit=3)
     assert calls == ["adopted puppy"]
+
+
+def test_token_states_are_kept_for_the_next_recall_and_bounded(model, monkeypatch):
+    rr._reset_for_tests()
+    texts = ["the build failed on the linker step", "deployed the new billing service"]
+    first = rr.maxsim_scores("why did the build fail?", texts)
+    assert len(rr._cache) == 2 and rr._cache_bytes > 0
+    calls = []
+    real = rr._token_states
+    monkeypatch.setattr(
+        rr, "_token_states", lambda e, enc, rows: calls.append(rows) or real(e, enc, rows)
+    )
+    again = rr.maxsim_scores("why did the build fail?", texts)
+    assert again == pytest.approx(first, abs=2e-3)  # float16 states
+    assert len(calls[0]) == 1  # only the query was encoded
+    monkeypatch.setattr(rr, "CACHE_BYTES", 1)
+    rr.maxsim_scores("anything else", ["a third text about databases"])
+    assert len(rr._cache) == 1  # the oldest were dropped
+    rr._reset_for_tests()
