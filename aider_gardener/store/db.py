@@ -464,6 +464,23 @@ def _storable(text: str) -> tuple[str, bytes | None]:
         return text.encode("utf-8", "replace").decode("utf-8"), raw
 
 
+class _Gist(str):
+    """An entry's gist among its chunks: stored as chunk -1, so the embedding policy's head and
+    tail (``worker.py``) count the output's own chunks and the gist is always embedded."""
+
+
+def _numbered(chunks: list[str]) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    n = 0
+    for text in chunks:
+        if isinstance(text, _Gist):
+            out.append((-1, text))
+        else:
+            out.append((n, text))
+            n += 1
+    return out
+
+
 def _batched(items: Sequence[T], size: int = 500) -> Iterable[Sequence[T]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
@@ -1038,7 +1055,7 @@ class Store:
         return stored
 
     def _note_language(self, text: str) -> None:
-        """Count the language of a user's turn; once most of this session's are one other than
+        """Count the language of a user's turn; once most of the store's are one other than
         English, record it for ``model_choice`` and say so once (``language.py``)."""
         from . import language, model_choice
 
@@ -1048,7 +1065,17 @@ class Store:
         if code is None:
             return
         self.bump(f"lang:{code}")
-        tally = {k[5:]: int(v) for k, v in self.counters().items() if k.startswith("lang:")}
+        rows = self.guard(
+            "language",
+            [],
+            lambda: self._read(
+                lambda c: c.execute(
+                    "SELECT substr(key, 6), sum(value) FROM session_state"
+                    " WHERE key LIKE 'lang:%' GROUP BY key"
+                ).fetchall()
+            ),
+        )
+        tally = {k: int(v) for k, v in rows}  # every session of the project's store
         decided = language.decide(tally)
         if decided is None or decided == language.ENGLISH:
             return
@@ -1169,7 +1196,7 @@ class Store:
         except Exception as err:  # noqa: BLE001 - the chunks alone still find the entry
             self.warn_once("gist", f"gardener: no gist for recall by meaning ({err})")
             return []
-        return [text] if text and text not in chunks else []
+        return [_Gist(text)] if text and text not in chunks else []
 
     def _chunk(self, text: str, cls: ContentClass) -> list[str]:
         try:
@@ -1246,7 +1273,7 @@ class Store:
                 " VALUES (?,?,?,?,0,?)",
                 [
                     (f"{e.id}:{n}", e.id, n, _storable(t)[0], "" if n else context)
-                    for n, t in enumerate(chunks)
+                    for n, t in _numbered(chunks)
                 ],
             )
             c.executemany(

@@ -28,10 +28,12 @@ MARKER = "language"
 ENGLISH = "en"
 MIN_LETTERS = 12  # shorter prompts ("ok", "/undo") say nothing about a language
 CONFIDENCE = 0.9  # normalised probability below which a detection is not counted
-MIN_EVIDENCE = 3  # confident detections before a store's language is decided
-SHARE = 0.5  # of confident detections that must be one non-English language
+MIN_EVIDENCE = 2  # confident detections before a store's language is decided
+SHARE = 0.5  # more than this share of confident detections must be one language
 HISTORY_PROMPTS = 50  # of the input history's last prompts read at start
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_IDEOGRAPH = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_MACHINE = re.compile(r"\s*<[\w-]+>")
 _CODE = re.compile(r"`[^`]*`|\S+[/.]\S+|\S*[_=<>{}()\[\]]\S*")
 
 _lock = threading.Lock()
@@ -42,8 +44,11 @@ _failed = False
 def detect(text: str) -> str | None:
     """The ISO 639-1 code of ``text``'s language when it is confidently one, else None (short,
     code, or py3langid missing). Identifiers and paths are left out: they read as English."""
+    if _MACHINE.match(text):
+        return None  # a client's own message in the user's place (Claude Code's notifications)
     prose = _CODE.sub(" ", text[:2000])
-    if len(_LETTER.findall(prose)) < MIN_LETTERS:
+    ideographs = len(_IDEOGRAPH.findall(prose))  # a character is a word: "继续阶段了" says a lot
+    if len(_LETTER.findall(prose)) + 2 * ideographs < MIN_LETTERS:
         return None
     ident = _get()
     if ident is None:
@@ -61,7 +66,7 @@ def decide(tally: dict[str, int]) -> str | None:
     if total < MIN_EVIDENCE:
         return None
     code, n = max(tally.items(), key=lambda kv: (kv[1], kv[0]))
-    return code if n >= SHARE * total else None
+    return code if n > SHARE * total else None
 
 
 def tally(texts: Iterable[str]) -> dict[str, int]:

@@ -245,8 +245,8 @@ def test_ingest_real_output_stores_original_summary_and_chunks(store, tool_outpu
     assert chunks and all(state == 0 for *_, state in chunks)
     assert [cid for cid, *_ in chunks] == [f"{e.id}:{n}" for _, n, *_ in chunks]
     ordered = [t for _, _, t, _ in sorted(chunks, key=lambda r: r[1])]
-    assert "".join(ordered[:-1]) == text  # verbatim slices, then the gist (store/gist.py)
-    assert ordered[-1].startswith(f"$ {src.command}\n")
+    assert "".join(ordered[1:]) == text  # the gist (store/gist.py, chunk -1), then the slices
+    assert ordered[0].startswith(f"$ {src.command}\n")
     assert store.get(e.id) == e
     fts_ok(store)
 

@@ -60,8 +60,8 @@ def test_the_store_embeds_the_gist_as_one_more_chunk(tmp_path):
                 "SELECT n, text FROM chunks WHERE entry_id = ? ORDER BY n", (entry.id,)
             ).fetchall()
         )
-        assert "".join(t for _, t in rows[:-1]) == entry.original  # the chunks are untouched
-        assert rows[-1][1].startswith("$ pytest\n")
+        assert "".join(t for _, t in rows[1:]) == entry.original  # the chunks are untouched
+        assert rows[0] == (-1, rows[0][1]) and rows[0][1].startswith("$ pytest\n")
         assert store.get(entry.id).original == PASSING + FAILING
         prompt = store.ingest("why does the login test fail?", Source(role="user"))
         n = store.read(

@@ -39,11 +39,14 @@ def test_detect_names_confident_prose_and_ignores_short_text_and_code():
     assert language.detect("fix the failing login test in the auth module please") == "en"
     assert language.detect("ok") is None
     assert language.detect("src/app/views.py parse_config() foo_bar=1") is None
+    assert language.detect("当前进行到哪个阶段了") == "zh"  # ten characters say enough
+    assert language.detect("继续") is None
+    assert language.detect("<task-notification>\n<status>completed</status> the task") is None
 
 
 def test_decide_needs_evidence_and_a_majority():
-    assert language.decide({"es": 2}) is None
-    assert language.decide({"es": 3}) == "es"
+    assert language.decide({"es": 1}) is None
+    assert language.decide({"es": 2}) == "es"
     assert language.decide({"es": 2, "en": 2, "fr": 1}) is None
     assert language.decide({"es": 3, "en": 2}) == "es"
 
@@ -76,6 +79,18 @@ def test_without_vectors_the_language_is_recorded_silently(tmp_path, caplog):
             store.ingest(text, Source(role="user"))
     assert language.recorded(folder) == "es"
     assert not [r for r in caplog.records if "Spanish" in r.getMessage()]
+
+
+def test_the_tally_is_the_projects_across_sessions(tmp_path):
+    folder = tmp_path / "s"
+    for text in SPANISH[:2]:  # one Spanish turn in each of two sessions
+        with Store(folder, vectors=False) as store:
+            store.ingest("and please keep the tests green", Source(role="user"))
+            store.ingest(text, Source(role="user"))
+    assert language.recorded(folder) is None  # two of four: no majority yet
+    with Store(folder, vectors=False) as store:
+        store.ingest(SPANISH[2], Source(role="user"))
+    assert language.recorded(folder) == "es"
 
 
 def test_an_english_session_records_nothing(tmp_path):

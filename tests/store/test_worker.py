@@ -393,7 +393,10 @@ def test_the_policy_embeds_only_the_head_and_tail_of_logs(tmp_path, monkeypatch)
             lambda c: c.execute("SELECT entry_id, n, embedded FROM chunks ORDER BY 1, 2").fetchall()
         )
         by_entry: dict[str, list[int]] = {}
-        for eid, _n, state in rows:
+        for eid, n, state in rows:
+            if n == -1:  # the gist (store/gist.py) is always embedded
+                assert state == INDEXED
+                continue
             by_entry.setdefault(eid, []).append(state)
         for entry in (big, data):
             states = by_entry[entry.id]
@@ -416,8 +419,8 @@ def test_announce_counts_only_what_the_policy_embeds(tmp_path, monkeypatch):
         store.ingest(_log(3000), Source(role="tool", command="make"), cls=ContentClass.LOG)
         worker = EmbeddingWorker(store, FlakyIndex())
         worker._thread = threading.current_thread()  # "alive", without a thread embedding
-        assert worker.announce(40_000) is None  # 3 chunks to embed: nothing to wait for
-        assert store.pending_count() == 3
+        assert worker.announce(40_000) is None  # 4 chunks to embed: nothing to wait for
+        assert store.pending_count() == 4  # head 2, tail 1 and the gist
         monkeypatch.setenv(POLICY_ENV, "all")
         store.ingest(_log(3001), Source(role="tool", command="make"), cls=ContentClass.LOG)
         assert "indexing" in (worker.announce(40_000) or "")
@@ -461,8 +464,8 @@ def test_the_policy_embeds_a_middle_chunk_with_an_error_in_it(tmp_path, monkeypa
             ).fetchall()
         )
         embedded = [n for n, state, _ in rows if state == INDEXED]
-        with_error = [n for n, _, t in rows if "disk quota exceeded" in t]
-        assert embedded == sorted({0, rows[-1][0], *with_error}) and len(rows) > 4
+        with_error = [n for n, _, t in rows if "disk quota exceeded" in t and n >= 0]
+        assert embedded == sorted({-1, 0, rows[-1][0], *with_error}) and len(rows) > 4
         monkeypatch.setenv(POLICY_ENV, "1,1,noerrors")
         again = store.ingest(text + "done\n", Source(role="tool"), cls=ContentClass.LOG)
         EmbeddingWorker(store, FlakyIndex()).drain()
@@ -471,7 +474,7 @@ def test_the_policy_embeds_a_middle_chunk_with_an_error_in_it(tmp_path, monkeypa
                 "SELECT embedded FROM chunks WHERE entry_id = ? ORDER BY n", (again.id,)
             ).fetchall()
         )
-        assert [s for (s,) in states].count(INDEXED) == 2
+        assert [s for (s,) in states].count(INDEXED) == 3  # head, tail, gist
 
 
 def test_error_chunks_of_one_entry_are_capped(tmp_path, monkeypatch):
@@ -493,7 +496,7 @@ def test_error_chunks_of_one_entry_are_capped(tmp_path, monkeypatch):
             ).fetchall()
         )
         assert len(rows) > 10
-        assert [n for n, s in rows if s == INDEXED] == [0, 1, 2, 3, rows[-1][0]]
+        assert [n for n, s in rows if s == INDEXED] == [-1, 0, 1, 2, 3, rows[-1][0]]
 
 
 def test_the_benchs_busy_embedder_keeps_busy_and_yields_like_the_worker(tmp_path):
