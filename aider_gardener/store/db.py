@@ -1065,7 +1065,7 @@ class Store:
         if code is None:
             return
         self.bump(f"lang:{code}")
-        rows = self.guard(
+        rows: list[tuple[str, int]] = self.guard(
             "language",
             [],
             lambda: self._read(
