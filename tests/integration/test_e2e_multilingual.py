@@ -283,7 +283,8 @@ def test_a_spanish_session_is_told_once_and_the_next_one_recalls_with_e5(workspa
         child.expect(STARTUP_REINDEX_E5)
         _prompt(child)
         _wait_model_loaded(child)
-        _wait_indexed(repo, len(SPANISH) + 1)
+        _ask(child, "sigamos con la aprobación de roles")  # the first message opens the store
+        _wait_indexed(repo, len(SPANISH) + 2)
         ids, listed = _recall_ids(child, "por que el administrador no logra aceptar pedidos")
         wanted = _query(repo, "SELECT id FROM entries WHERE original LIKE 'podes analizar%'")
         assert ids and ids[0] == wanted[0][0], listed
