@@ -148,12 +148,30 @@ def build_store(source: str, probes: list[Probe], folder: Path) -> tuple[Any, di
                     entry_of[(s, n)] = store.ingest(text, Source(role=role, command=command)).id
         finally:
             store.close()
+        _learn_language(folder, replays, _chosen_sessions(replays, {p.session for p in probes}))
         rows = [[s, n, eid] for (s, n), eid in entry_of.items()]
         index.write_text(json.dumps(rows), encoding="utf-8")
     rows = json.loads(index.read_text(encoding="utf-8"))
     store = Store(folder, vectors=True)
     store.drain()
     return store, {(s, n): eid for s, n, eid in rows}, problems
+
+
+def _learn_language(folder: Path, replays: list[Any], sessions: list[int]) -> None:
+    """What a session with vectors records as it goes (``Store._note_language``), from the same
+    prompts: the ingest above runs without vectors, so that nothing is embedded twice."""
+    from aider_gardener.store import language
+
+    tally: dict[str, int] = {}
+    for e in (e for s in sessions for e in replays[s].events if e["type"] == "user"):
+        code = language.detect(e["content"])
+        if code is None:
+            continue
+        tally[code] = tally.get(code, 0) + 1
+        decided = language.decide(tally)
+        if decided is not None and decided != language.ENGLISH:
+            language.record(folder, decided)
+            return
 
 
 def _same_text(store: Any, ids: list[str]) -> dict[str, str]:

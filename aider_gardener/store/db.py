@@ -536,6 +536,9 @@ class Store:
         self._unwritten_dropped: list[str] = []
         self._unwritten_lock = threading.Lock()
         self.vectors: Any = None
+        # Only a process that embeds learns the language (``_note_language``): a hook process
+        # (no vectors) would pay py3langid's 0.5 s load for every prompt.
+        self._detect_language = vectors
         self._worker: Any = None
         self._attached: list[Any] = []  # helpers close() stops first (maintenance)
         self._checkpointer: _Checkpointer | None = None
@@ -1050,7 +1053,8 @@ class Store:
             )
             return entry
         self._stored_one(bool(chunks))
-        if source.role == "user" and str(result.cls) in CONVERSATION_CLASSES:
+        turn = source.role == "user" and str(result.cls) in CONVERSATION_CLASSES
+        if turn and self._detect_language:
             self.guard("language", None, lambda: self._note_language(entry.original))
         return stored
 
@@ -1080,8 +1084,6 @@ class Store:
         if decided is None or decided == language.ENGLISH:
             return
         language.record(self.dir, decided)
-        if self.vectors is None:
-            return  # recorded for when vectors are on; nothing to say meanwhile
         if model_choice.by_language(self.dir) and model_choice.active() != model_choice.E5:
             self.warn_once(
                 "language",
