@@ -2,8 +2,9 @@
 
 A question asked by meaning ("why did the login check fail?") matches what an entry is about,
 while its chunks are mostly noise: a 300-line test run is passing lines, a long reply is code.
-So each tool output gets one more chunk made of its command, its error and failure lines and
-the files it names; each multi-chunk reply its first sentences and the files it touches.
+So each tool output that failed or is long gets one more chunk made of its command, its error
+and failure lines and the files it names; each long reply its first sentences and the files it
+touches.
 The gist is only embedded (the original stays the text full-text search reads) and it is the
 excerpt when it is the chunk that matched. Design: docs/decisions/095-recall-by-meaning.md.
 """
@@ -53,8 +54,8 @@ def _tool_gist(text: str, command: str | None) -> str | None:
         if len(lines) >= MAX_LINES:
             break
     head = f"$ {command.strip()}" if command and command.strip() else ""
-    if not lines and not head:
-        return None
+    if not lines and (not head or len(text) <= MAX_CHARS):
+        return None  # a short output that did not fail is its own gist
     parts = [head, *lines]
     files = _files(text)
     if files:

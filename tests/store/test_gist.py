@@ -72,3 +72,8 @@ def test_the_store_embeds_the_gist_as_one_more_chunk(tmp_path):
         assert n == 1
     finally:
         store.close()
+
+
+def test_a_short_output_that_did_not_fail_is_its_own_gist():
+    assert gist("On branch main\nnothing to commit\n", "log", "tool", "git status") is None
+    assert gist("x" * 2000, "log", "tool", "cat big.txt").startswith("$ cat big.txt")
