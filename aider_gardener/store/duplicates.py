@@ -3,8 +3,8 @@
 A session repeats itself: the same failing test run after each attempt, the same "SEARCH block
 failed to match" notice, the same file read twice. Their texts differ only in numbers, times or
 a path, so recall ranked them side by side and they crowded out what was asked about. Two
-entries are near-duplicates when their word sets (numbers and hex runs read as one word) overlap
-by ``THRESHOLD`` (Jaccard) and their lengths are within ``LENGTH_RATIO``; the best-ranked one
+entries are near-duplicates when their word sets (numbers left out) overlap by ``THRESHOLD``
+(Jaccard) and their lengths are within ``LENGTH_RATIO``; the best-ranked one
 stands for the group and lists the others. Design: docs/decisions/095-recall-by-meaning.md.
 """
 
@@ -15,24 +15,22 @@ from typing import Iterable
 
 THRESHOLD = 0.8
 LENGTH_RATIO = 0.6
-READ_CHARS = 4000  # of each original: enough to tell two logs apart, cheap for 50 candidates
-_WORD = re.compile(r"[^\W\d_]+|\d+|[0-9a-f]{7,}", re.IGNORECASE)
-_NUMBERISH = re.compile(r"^(?:\d+|[0-9a-f]{7,})$", re.IGNORECASE)
+READ_CHARS = 1500  # of each original: enough to tell two outputs apart, cheap for 25 candidates
+_WORD = re.compile(r"[^\W\d_]{2,}")  # numbers, times, ids and single letters do not count
 
 
 def signature(text: str) -> frozenset[str]:
-    words = (w.lower() for w in _WORD.findall(text[:READ_CHARS]))
-    return frozenset(
-        "#" if _NUMBERISH.match(w) and any(c.isdigit() for c in w) else w for w in words
-    )
+    return frozenset(_WORD.findall(text[:READ_CHARS].lower()))
 
 
 def similar(a: frozenset[str], b: frozenset[str], len_a: int, len_b: int) -> bool:
-    if not a or not b:
-        return False
-    if min(len_a, len_b) < LENGTH_RATIO * max(len_a, len_b):
+    if not a or not b or not _comparable(len_a, len_b):
         return False
     return len(a & b) >= THRESHOLD * len(a | b)
+
+
+def _comparable(len_a: int, len_b: int) -> bool:
+    return min(len_a, len_b) >= LENGTH_RATIO * max(len_a, len_b)
 
 
 def collapse(
@@ -42,7 +40,7 @@ def collapse(
     one, and for each kept id the ids it stands for (in rank order). An id without a text is
     kept as it is."""
     kept: list[str] = []
-    sigs: list[tuple[frozenset[str], int]] = []
+    sigs: list[tuple[frozenset[str] | None, int]] = []  # computed when first compared
     groups: dict[str, list[str]] = {}
     for eid in ordered:
         text = texts.get(eid)
@@ -51,8 +49,15 @@ def collapse(
                 kept.append(eid)
                 sigs.append((frozenset(), 0))
             continue
-        sig, size = signature(text), min(len(text), READ_CHARS)
+        size = len(text)  # the whole length: near-copies are about as long
+        sig = None
         for i, (other, other_size) in enumerate(sigs):
+            if not other_size or not _comparable(size, other_size):
+                continue  # lengths apart: no need to read either text
+            if other is None:
+                other = signature(texts[kept[i]])
+                sigs[i] = (other, other_size)
+            sig = sig if sig is not None else signature(text)
             if similar(sig, other, size, other_size):
                 groups.setdefault(kept[i], []).append(eid)
                 break

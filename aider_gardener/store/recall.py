@@ -45,7 +45,7 @@ RECENCY_HALF_LIFE = 86400.0  # a day
 CANDIDATES = 50  # per ranker, before fusion; also the floor for large limits
 CHUNKS_PER_CANDIDATE = 2  # several chunks of one entry can crowd the vector list
 RERANK_CHARS = 2000  # of an original read by the reranker (it keeps rerank.MAX_TOKENS of them)
-COLLAPSE_SCAN = 30  # candidates past the limit looked at for copies of the hits
+COLLAPSE_SCAN = 15  # candidates past the limit looked at for copies of the hits
 REPLY_CREDIT = 0.3  # share of an entry's fused score credited to the entry before it
 # Credit flows among conversation turns, and "the turn before" is found within the window the
 # store uses to index each turn with the turn it answers: one definition of both, in the store.
