@@ -1,18 +1,17 @@
 """Hybrid recall: full-text (FTS5 BM25) and vector (cosine) rankings fused into one.
 
 The two rankers fail differently: BM25 finds the exact identifiers, paths and error strings an
-embedding blurs (``E0432``, ``parse_config``), vectors find the paraphrase ("the painting" for
-"painted a sunrise"). Reciprocal rank fusion uses ranks only, so BM25's unbounded scores and
-cosine's [-1, 1] need no calibration: an entry scores ``sum(w / (K + rank))``, with a small K
-and vectors weighted below BM25, because the two rankers are of unequal strength. The entry just
-before a candidate in its session then gets ``REPLY_CREDIT`` of its score (conversation turns
-only; ``via == "reply"``): a reply matches, the message it answers is the one asked about.
-Priority (at most +15 %) and recency (at most +5 %) break near-ties; an explicit recall
-(``rerank=True``) reads the fused top again token by token (``rerank.py``).
+embedding blurs (``E0432``, ``parse_config``), vectors find the paraphrase. Reciprocal rank
+fusion uses ranks only: an entry scores ``sum(w / (K + rank))``, the vectors weighted below BM25
+for a query with an identifier and equal to it for a question in plain words (``is_question``).
+The entry before a conversation turn gets ``REPLY_CREDIT`` of its score (``via == "reply"``);
+priority and recency break near-ties; an explicit recall (``rerank=True``) reads the fused top
+again token by token (``rerank.py``). A user's turn and its reply are then put in the order the
+query asks for (``_order_pairs``), and near-copies fold into one hit (``duplicates.py``).
 
 Vectors are searched per chunk; an entry ranks by its best chunk, returned as ``excerpt``.
 Entries not embedded yet are still found by FTS5; with no vector index recall is FTS5 alone.
-Measurements and rejected alternatives: docs/decisions/080-hybrid-recall-fusion.md.
+Measurements: docs/decisions/080-hybrid-recall-fusion.md, 095-recall-by-meaning.md.
 """
 
 from __future__ import annotations
