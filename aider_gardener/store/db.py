@@ -35,7 +35,8 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 from .. import offline  # noqa: F401  (before tiktoken/chromadb load)
 from ..preload import preload
 from ..types import CompressionResult, CompressOptions, ContentClass, Source
-from . import priority
+from . import language, priority
+from .gist import gist
 from .query import (
     CONVERSATION_CLASSES,
     PREVIOUS_TURN_WINDOW,
@@ -1061,7 +1062,7 @@ class Store:
     def _note_language(self, text: str) -> None:
         """Count the language of a user's turn; once most of the store's are one other than
         English, record it for ``model_choice`` and say so once (``language.py``)."""
-        from . import language, model_choice
+        from . import model_choice
 
         if self.dir is None or language.recorded(self.dir):
             return
@@ -1192,8 +1193,6 @@ class Store:
         if not chunks:
             return []
         try:
-            from .gist import gist
-
             text = gist(entry.original, str(entry.cls), entry.role, entry.command)
         except Exception as err:  # noqa: BLE001 - the chunks alone still find the entry
             self.warn_once("gist", f"gardener: no gist for recall by meaning ({err})")

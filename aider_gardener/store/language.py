@@ -16,11 +16,12 @@ Design: docs/decisions/095-recall-by-meaning.md.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 from pathlib import Path
 from typing import Any, Iterable
+
+from . import markers
 
 log = logging.getLogger(__name__)
 
@@ -79,19 +80,12 @@ def tally(texts: Iterable[str]) -> dict[str, int]:
 
 
 def recorded(store_dir: Path | str) -> str | None:
-    try:
-        text = (Path(store_dir) / MARKER).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return text if re.fullmatch(r"[a-z]{2,3}", text) else None
+    text = markers.read(store_dir, MARKER)
+    return text if text and re.fullmatch(r"[a-z]{2,3}", text) else None
 
 
 def record(store_dir: Path | str, code: str) -> None:
-    """Write the marker atomically (a reader sees the old line or the new one)."""
-    path = Path(store_dir) / MARKER
-    tmp = path.with_name(f".{MARKER}.{os.getpid()}")
-    tmp.write_text(code + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    markers.write(store_dir, MARKER, code)
 
 
 def from_input_history(path: Path | str | None, store_dir: Path | str) -> str | None:

@@ -22,6 +22,8 @@ import os
 import threading
 from pathlib import Path
 
+from . import e5, language, markers
+
 log = logging.getLogger(__name__)
 
 MODEL_ENV = "GARDENER_EMBED_MODEL"
@@ -78,11 +80,7 @@ def requested() -> str | None:
 
 def recorded(store_dir: Path | str) -> str | None:
     """The model the store's vectors come from, or None for a store that never said."""
-    try:
-        text = (Path(store_dir) / MARKER).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    return normalise(text)
+    return normalise(markers.read(store_dir, MARKER))
 
 
 def resolve(store_dir: Path | str | None) -> str:
@@ -96,8 +94,6 @@ def resolve(store_dir: Path | str | None) -> str:
 def by_language(store_dir: Path | str) -> str | None:
     """multilingual-e5 for a store whose sessions are not in English (``language.py``), when
     its package is installed; None leaves the choice to the store's record."""
-    from . import e5, language
-
     code = language.recorded(store_dir)
     if code is None or code == language.ENGLISH or e5.available() is not None:
         return None
@@ -119,11 +115,7 @@ def active() -> str:
 
 
 def record(store_dir: Path | str, key: str) -> None:
-    """Write the marker (atomically: a reader sees the old line or the new one)."""
-    path = Path(store_dir) / MARKER
-    tmp = path.with_name(f".{MARKER}.{os.getpid()}")
-    tmp.write_text(key + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    markers.write(store_dir, MARKER, key)
 
 
 def collection_name(base: str, key: str) -> str:

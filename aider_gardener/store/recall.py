@@ -144,9 +144,9 @@ def _recall(
     excerpts: dict[str, str] = {}
     if len(ordered) > 1 and reranking.wanted(rerank) and reranking.available():
         ordered, excerpts = _reranked(store, query, ordered, entries, excerpt_chunk)
-    ordered = _order_pairs(ordered[: limit + COLLAPSE_SCAN], previous, entries, query)
-    originals = {eid: entries[eid].original or "" for eid in ordered[: limit + COLLAPSE_SCAN]}
-    best, copies = duplicates.collapse(ordered[: limit + COLLAPSE_SCAN], originals, limit)
+    head = _order_pairs(ordered[: limit + COLLAPSE_SCAN], previous, entries, query)
+    originals = {eid: entries[eid].original or "" for eid in head}
+    best, copies = duplicates.collapse(head, originals, limit)
     missing = [
         excerpt_chunk[e] for e in best if e in excerpt_chunk and excerpt_chunk[e] not in excerpts
     ]
@@ -280,8 +280,10 @@ def _order_pairs(
     """A user's turn and the reply to it both ranked: the reply first (what was answered,
     decided or done is what a question looks for), unless the query asks about the user's
     own words ("when I asked…", ``asks_own_words``). The pair keeps its two places."""
-    own = asks_own_words(query)
+    if not previous:
+        return ordered
     answer = asks_answer(query)
+    own = not answer and bool(_OWN_WORDS.search(query))  # asks_own_words, searched once
     stems = [t for t in query_stems(query) if len(t) >= 3]
     out = list(ordered)
     where = {eid: i for i, eid in enumerate(out)}
