@@ -8,7 +8,8 @@ gardener is measured against Claude Code's own behaviour. Per session and in tot
     (gpt-4o's tokenizer: Claude's is not public, so ratios mean more than absolute figures);
 (b) what survives each real compaction: the open critical facts, edited files and decisions of
     the transcript before it, looked for in Claude Code's summary and in the gardener's state
-    block and checkpoint body;
+    block and checkpoint body; and how much of what it summarized was tool output already
+    stale (``stale_tool_output``);
 (c) probe recall: what Claude Code had in context when a probe was asked against the store's
     recall@k; probes said before a compaction and asked after it tell the two apart.
 
@@ -37,6 +38,7 @@ from .replay.importers.claude_code import (
     COMMAND_TOOLS,
     EDIT_TOOLS,
     Compaction,
+    ToolCall,
     Transcript,
     claude_probes,
     events_of,
@@ -83,6 +85,8 @@ class CompactionFigures:
     next_call_tokens: int | None = None  # real context of the first call after it
     # facts missing from the state block, with why (``diagnose``): "kind: fact -> reason"
     missing: list[str] = field(default_factory=list)
+    # the tool results it compacted and the stale ones among them (``stale_tool_output``)
+    stale: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -107,6 +111,7 @@ class SessionFigures:
     context_peak: int = 0
     context_curve: list[int] = field(default_factory=list)
     microcompactions: int = 0
+    microcompacted: int = 0  # tool results Claude Code's microcompactions cleared
     tool_outputs: int = 0
     tool_tokens_before: int = 0
     tool_tokens_after: int = 0
@@ -389,7 +394,9 @@ def measure(
     start = time.perf_counter()
     t: Transcript = parse(path)
     t.result_calls = result_calls(Path(path))  # type: ignore[attr-defined]
-    fig = SessionFigures(name=t.name, microcompactions=t.microcompactions)
+    fig = SessionFigures(
+        name=t.name, microcompactions=t.microcompactions, microcompacted=len(t.cleared)
+    )
     fig.calls = len(t.usage)
     fig.context_curve = list(t.usage)
     fig.context_peak = max(t.usage, default=0)
@@ -473,6 +480,8 @@ def measure(
         ingest.close()
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
+    for figures, stale in zip(fig.compactions, stale_tool_output(t)):
+        figures.stale = stale
     boundaries = {c.calls_before for c in t.compactions}
     fig.to_compaction = until_compaction(t.usage, boundaries, fig.saved_at)
     fig.wall_s = time.perf_counter() - start
@@ -650,6 +659,96 @@ def until_compaction(usage: list[int], boundaries: set[int], saved: dict[int, in
     }
 
 
+# ------------------------------------------------------------------------------ stale output
+
+STALE_KINDS = ("changed", "reread", "rerun")
+STALE_KEYS = ("results", "tokens", "stale", "stale_tokens") + tuple(
+    k for kind in STALE_KINDS for k in (kind, f"{kind}_tokens")
+)
+
+
+def stale_tool_output(t: Transcript) -> list[dict[str, int]]:
+    """Per real compaction, the tool results in the context it compacted and the stale ones.
+
+    In the context: answered results with text since the previous compaction, less those a
+    microcompaction cleared before it. Stale: a later call before the compaction makes the
+    result out of date or shows it again, judged from the transcript alone, never from age, so
+    a gardener could swap it for a one-line reference without losing what is current. Three
+    reasons, each result counted under the first that applies:
+
+    * ``changed``: a later successful Edit/MultiEdit/Write/NotebookEdit of the file the result
+      shows (a Read, or an edit's echo of the file): its text no longer matches the file;
+    * ``reread``: the same file read again, whole or the same lines, with no edit between
+      (Claude Code 2.1.332 answers such a re-read with a stub; the older versions that wrote
+      these transcripts sent the file again);
+    * ``rerun``: the same command run again (``tracker.command_key``), or any other tool called
+      again with the same input.
+
+    Keys: ``results``/``tokens`` in context, ``<kind>``/``<kind>_tokens`` per reason,
+    ``stale``/``stale_tokens`` in all; gpt-4o tokens of the result text (not the call's
+    input)."""
+    out: list[dict[str, int]] = []
+    span: list[tuple[int, ToolCall]] = []  # answered calls since the previous compaction
+    for at, (kind, value) in enumerate(t.items):
+        if kind == "tool" and value.answered:
+            span.append((at, value))
+        if kind != "compaction":
+            continue
+        row = dict.fromkeys(STALE_KEYS, 0)
+        for n, (_, call) in enumerate(span):
+            cleared = t.cleared.get(call.id)  # the next item's index when one cleared it
+            if not call.output.strip() or (cleared is not None and cleared <= at):
+                continue
+            tokens = count_tokens(call.output, MODEL)
+            row["results"] += 1
+            row["tokens"] += tokens
+            why = _stale_reason(call, [later for _, later in span[n + 1 :]])
+            if why:
+                row[why] += 1
+                row[f"{why}_tokens"] += tokens
+                row["stale"] += 1
+                row["stale_tokens"] += tokens
+        out.append(row)
+        span = []
+    return out
+
+
+def _file_key(path: str | None) -> str | None:
+    """One spelling per file: forward slashes, and no case on a Windows drive path."""
+    if not path:
+        return None
+    flat = path.replace("\\", "/")
+    return flat.casefold() if re.match(r"[A-Za-z]:/", flat) else flat
+
+
+def _stale_reason(call: ToolCall, later: list[ToolCall]) -> str | None:
+    """Why ``call``'s result is stale given the calls after it (``stale_tool_output``), or None."""
+    from aider_gardener.continuity.tracker import command_key
+
+    path = _file_key(call.path)
+    if path:
+        edits = (c for c in later if c.name in EDIT_TOOLS and not c.is_error)
+        if any(_file_key(c.path) == path for c in edits):
+            return "changed"
+
+        def lines(c: ToolCall) -> tuple[Any, Any]:
+            return c.input.get("offset"), c.input.get("limit")
+
+        for c in later:
+            if c.name == "Read" and not c.is_error and _file_key(c.path) == path:
+                if lines(c) == (None, None) or (call.name == "Read" and lines(c) == lines(call)):
+                    return "reread"
+        return None
+    if call.name in COMMAND_TOOLS:
+        key = command_key(call.command)
+        return "rerun" if any(command_key(c.command) == key for c in later) else None
+    same = json.dumps(call.input, sort_keys=True, default=str)
+    for c in later:
+        if c.name == call.name and json.dumps(c.input, sort_keys=True, default=str) == same:
+            return "rerun"
+    return None
+
+
 def diagnose(
     found: dict[str, set[str]], state: str, book: Any, origin: dict[tuple[str, str], str]
 ) -> list[str]:
@@ -798,6 +897,9 @@ def totals(sessions: list[SessionFigures]) -> dict[str, Any]:
         row["recall"] += p.in_recall
         row["either"] += p.in_state or p.in_recall
     out["probe_kinds"] = dict(sorted(kinds.items()))
+    out["compacted_context"] = sum(c.pre_tokens or 0 for c in comps)
+    for key in STALE_KEYS:
+        out[f"compacted_{key}"] = sum(c.stale.get(key, 0) for c in comps)
     for what in SURVIVAL:
         out[f"{what}_found"] = sum(c.found.get(what, 0) for c in comps)
         for holder in HOLDERS:
@@ -878,6 +980,7 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
             ctx = f"{pre} → {c.next_call_tokens:,}" if c.next_call_tokens else pre
             comp.add_row(f"{s.name.replace('cc_session__', '')[:40]} #{n}", *cells, tokens, ctx)
     console.print(comp)
+    print_stale_table(sessions, console)
 
     tot = totals(sessions)
     side = Table(
@@ -968,6 +1071,64 @@ def print_report(sessions: list[SessionFigures], k: int, file: Any = None) -> No
     for name, (n, b, a) in sorted(tools.items(), key=lambda kv: -kv[1][1])[:12]:
         by.add_row(name, f"{n:,}", f"{b:,}", f"{a:,} ({a / b:.2f}×)" if b else f"{a:,}")
     console.print(by)
+
+
+def print_stale_table(sessions: list[SessionFigures], console: Any) -> None:
+    """What each real compaction summarized: its context, the tool results in it and the stale
+    ones by reason (``stale_tool_output``). Tool tokens are gpt-4o's and the context Claude's,
+    so the last column is approximate."""
+    from rich.table import Table
+
+    table = Table(
+        title="Tool results in what each real compaction summarized, and the stale ones: a later"
+        " call before it changed the file, read it again, or ran the same again; gpt-4o tokens"
+        " (results)",
+        title_justify="left",
+    )
+    for col in (
+        "session / compaction",
+        "context before",
+        "tool results",
+        "tool tokens",
+        "file changed since",
+        "read again",
+        "run again",
+        "stale tokens",
+        "of tool tokens",
+        "of context (≈)",
+    ):
+        table.add_column(col, justify="left" if col.startswith("session") else "right")
+
+    def cells(x: dict[str, int], pre: int | None) -> list[str]:
+        return [
+            f"{x['results']:,}",
+            f"{x['tokens']:,}",
+            *[f"{x[f'{kind}_tokens']:,} ({x[kind]})" for kind in STALE_KINDS],
+            f"{x['stale_tokens']:,}",
+            f"{100 * x['stale_tokens'] / x['tokens']:.0f}%" if x["tokens"] else "–",
+            f"{100 * x['stale_tokens'] / pre:.0f}%" if pre else "–",
+        ]
+
+    for s in sessions:
+        for n, c in enumerate(s.compactions, start=1):
+            if c.no_summary or not c.stale:
+                continue
+            pre = f"{'~' if c.pre_estimated else ''}{c.pre_tokens or 0:,}"
+            name = f"{s.name.replace('cc_session__', '')[:40]} #{n}"
+            table.add_row(name, pre, *cells(c.stale, c.pre_tokens))
+    tot = totals(sessions)
+    if tot["compactions"]:
+        both = {key: tot[f"compacted_{key}"] for key in STALE_KEYS}
+        pre = tot["compacted_context"]
+        table.add_row(f"all {tot['compactions']}", f"{pre:,}", *cells(both, pre))
+    console.print(table)
+    micro = sum(s.microcompactions for s in sessions)
+    if micro:
+        cleared = sum(s.microcompacted for s in sessions)
+        console.print(
+            f"microcompactions recorded: {micro}, clearing {cleared} tool results in place"
+            " (Claude Code's own; not counted above)"
+        )
 
 
 def _calls(n: float, projected: bool) -> str:

@@ -283,3 +283,59 @@ def test_measure_sends_failures_to_post_tool_use_failure_and_counts_facts(transc
     assert fig.to_compaction["calls_without"] > 0
     tot = totals([fig])
     assert tot["output_facts_found"] == fig.facts_found
+
+
+# --- issue 26: how much of what a compaction summarized was stale tool output ---
+
+
+def test_stale_tool_output_counts_each_reason_once_per_compaction(tmp_path):
+    from bench.claude_code import stale_tool_output
+
+    big = "\n".join(f"line {i} of the module" for i in range(200))
+    calls = [  # (id, tool, input, output), in order, all before the compaction
+        ("r1", "Read", {"file_path": f"{CWD}/a.py"}, big),  # changed: a.py is edited below
+        ("r2", "Read", {"file_path": f"{CWD}/b.py", "offset": 10, "limit": 5}, "b 10-14"),  # r3
+        ("r3", "Read", {"file_path": f"{CWD}/b.py"}, "b.py whole"),  # reread: r4 shows it again
+        ("c1", "Read", {"file_path": f"{CWD}/c.py", "offset": 1, "limit": 5}, "c 1-5"),  # current
+        ("c2", "Read", {"file_path": f"{CWD}/c.py", "offset": 90, "limit": 5}, "c 90-94"),
+        ("b1", "Bash", {"command": "pytest -q"}, "1 failed"),  # rerun: b2 runs it again
+        ("g1", "Grep", {"pattern": "TODO"}, "a.py:3: TODO"),  # rerun: g2, same input
+        ("g2", "Grep", {"pattern": "TODO", "path": "src"}, "src/x.py:1: TODO"),  # another input
+        ("e1", "Edit", {"file_path": f"{CWD}/a.py", "old_string": "x"}, "a.py updated"),
+        ("r4", "Read", {"file_path": f"{CWD}/b.py"}, "b.py whole"),
+        ("b2", "Bash", {"command": "pytest -q"}, "1 passed"),
+        ("g3", "Grep", {"pattern": "TODO"}, "a.py:3: TODO"),
+        ("m1", "Bash", {"command": "cat big.log"}, big),  # cleared by the microcompaction
+    ]
+    recs = [_user("fix a.py")]
+    for n, (tool_id, name, args, output) in enumerate(calls):
+        recs += [_tool_use(f"m{n}", tool_id, name, args, 10_000 + n), _result(tool_id, output)]
+    recs.append(
+        _rec(
+            "system",
+            subtype="microcompact_boundary",
+            microcompactMetadata={"trigger": "auto", "compactedToolIds": ["m1"]},
+        )
+    )
+    recs += [
+        _rec("system", subtype="compact_boundary", compactMetadata={"preTokens": 150_000}),
+        _user("This session is being continued from a previous conversation.")
+        | {"isCompactSummary": True},
+        _tool_use("n1", "after", "Bash", {"command": "pytest -q"}, 20_000),  # after: not counted
+        _result("after", "1 passed"),
+    ]
+    path = tmp_path / "stale.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n", encoding="utf-8")
+    t = parse(path)
+    assert t.cleared == {"m1": t.compactions[0].at}  # cleared before the compaction
+    [row] = stale_tool_output(t)
+    assert row["results"] == 12  # m1 was cleared before the compaction
+    # each reason counts its result once; the Edit's own echo, other lines of c.py and the
+    # latest results are current
+    assert (row["changed"], row["reread"], row["rerun"], row["stale"]) == (1, 2, 2, 5)
+    assert row["changed_tokens"] > row["tokens"] / 2  # r1, the big read of the edited file
+    assert row["stale_tokens"] == sum(row[f"{k}_tokens"] for k in ("changed", "reread", "rerun"))
+    fig = measure(path, via="pipeline")
+    assert fig.compactions[0].stale == row
+    tot = totals([fig])
+    assert tot["compacted_stale"] == 5 and tot["compacted_context"] == 150_000

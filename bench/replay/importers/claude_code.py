@@ -85,6 +85,8 @@ class Transcript:
     items: list[tuple[str, Any]] = field(default_factory=list)
     usage: list[int] = field(default_factory=list)
     microcompactions: int = 0
+    # tool_use id -> index into ``items`` where a microcompaction cleared its result
+    cleared: dict[str, int] = field(default_factory=dict)
     bad_lines: int = 0
     titles: list[str] = field(default_factory=list)
 
@@ -199,6 +201,10 @@ def parse(path: str | Path) -> Transcript:
                     t.items.append(("compaction", pending_boundary))
                 elif sub == "microcompact_boundary":
                     t.microcompactions += 1
+                    meta = rec.get("microcompactMetadata")
+                    ids = meta.get("compactedToolIds") if isinstance(meta, dict) else None
+                    for tool_id in ids if isinstance(ids, list) else []:
+                        t.cleared.setdefault(str(tool_id), len(t.items))
                 continue
             message = rec.get("message")
             if not isinstance(message, dict):
