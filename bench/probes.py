@@ -7,8 +7,11 @@ about it written by a person: a *paraphrase* that avoids the target's distinctiv
 gardener stores it (prompts, replies, command output with its command), embeddings drained; a
 probe hits at k when the target (or an exact copy of it) is among the first k hits of:
 
-``fts`` (full text alone), ``hybrid`` (the per-turn path: ``recall``, no rerank) and
-``recall`` (what ``/recall`` runs: hybrid, then the reranker).
+``fts`` (full text alone), ``turn`` (per-turn recall as a session runs it: full text while the
+query's vector is computed, the vector half only if it comes within the 30 ms budget;
+``integration/rag.py``),
+``hybrid`` (``recall``, no rerank, waiting for the vector) and ``recall`` (what ``/recall``
+runs: hybrid, then the reranker).
 
     python -m bench.probes [--stores DIR]      # the table, per language and kind too
     python -m bench.probes --list aider_histories/X.md [--session N]   # what to write probes on
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -36,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("GARDENER_SHARED_DATA") or ROOT.parent / "shared" / "data")
 PROBES = ROOT / "bench" / "labels" / "probes.jsonl"
 KS = (1, 5, 10)
-MODES = ("fts", "hybrid", "recall")
+MODES = ("fts", "turn", "hybrid", "recall")
 VARIANTS = ("paraphrase", "easy")
 MAX_SOURCE_CHARS = 1_500_000  # of event text per source: the probes' sessions, then neighbours
 
@@ -65,6 +69,7 @@ class Outcome:
     ms: dict[str, float] = field(default_factory=dict)
     model: str = ""  # the embedding model the source's store chose
     first: dict[str, list[int] | None] = field(default_factory=dict)  # mode -> top hit's key
+    late: bool = False  # ``turn``: the vector missed the budget, full text answered
 
 
 def load_probes(path: Path = PROBES) -> list[Probe]:
@@ -181,7 +186,7 @@ def _same_text(store: Any, ids: list[str]) -> dict[str, str]:
 
 
 def evaluate(store: Any, probes: list[Probe], entry_of: dict) -> list[Outcome]:
-    from aider_gardener.store.recall import recall
+    from aider_gardener.integration import rag  # noqa: F401  (imports Aider: not timed)
 
     depth = max(KS)
     key_of = {eid: list(key) for key, eid in entry_of.items()}
@@ -195,14 +200,11 @@ def evaluate(store: Any, probes: list[Probe], entry_of: dict) -> list[Outcome]:
             o = Outcome(p, variant)
             for mode in _modes():
                 t = time.perf_counter()
-                hits = recall(
-                    store,
-                    query,
-                    limit=depth,
-                    mode="fts" if mode == "fts" else "hybrid",
-                    rerank=True if mode == "recall" else (False if mode == "fts" else None),
-                )
+                hits = _ask(store, query, mode, depth)
                 o.ms[mode] = 1000 * (time.perf_counter() - t)
+                if mode == "turn":
+                    o.late = not any("vector" in h.via for h in hits)
+                _forget_query_vector(store, query)  # each mode pays for its own query vector
                 ids = [h.entry_id for h in hits]
                 o.first[mode] = key_of.get(ids[0]) if ids else None
                 copies = _same_text(store, ids)
@@ -218,6 +220,39 @@ def evaluate(store: Any, probes: list[Probe], entry_of: dict) -> list[Outcome]:
                 )
             out.append(o)
     return out
+
+
+def _ask(store: Any, query: str, mode: str, depth: int) -> list[Any]:
+    """One recall of ``mode``; ``turn`` as ``rag._recall_in_time`` runs it (a version whose
+    recall has no deadline: waited for the vector first, then recalled; for before/after)."""
+    from aider_gardener.integration.rag import _budget_ms
+    from aider_gardener.store.recall import recall
+
+    how = "fts" if mode == "fts" else "hybrid"
+    rerank = True if mode == "recall" else (False if mode == "fts" else None)
+    wait = _budget_ms() / 1000.0 if mode == "turn" else 0.0
+    if wait <= 0:  # 0: as long as it takes
+        return recall(store, query, limit=depth, mode=how, rerank=rerank)
+    if "vector_by" not in inspect.signature(recall).parameters:
+        index = getattr(store, "vectors", None)
+        if not (index is not None and index.wait_query_vector(query, wait)):
+            how = "fts"
+        return recall(store, query, limit=depth, mode=how, rerank=rerank)
+    by = time.monotonic() + wait
+    return recall(store, query, limit=depth, mode=how, rerank=rerank, vector_by=by)
+
+
+def _forget_query_vector(store: Any, query: str) -> None:
+    """Let a late vector land, then drop it, so the next mode pays for its own embedding as a
+    request or a ``/recall`` does (the bench reads the index's query cache; nothing else does)."""
+    from aider_gardener.store.vectors import QUERY_EMBED_CHARS
+
+    index = getattr(store, "vectors", None)
+    if index is None or not hasattr(index, "_query_cache"):
+        return
+    index.wait_query_vector(query, 10.0)
+    with index._query_lock:
+        index._query_cache.pop(query[:QUERY_EMBED_CHARS], None)
 
 
 def run_source(source: str, probes: list[Probe], folder: Path) -> tuple[list[Outcome], list[str]]:
@@ -300,6 +335,7 @@ def _outcome(row: dict[str, Any]) -> Outcome:
     o = Outcome(Probe(**row["probe"]), row["variant"], row["ranks"], row["ms"])
     o.model = row.get("model", "")
     o.first = row.get("first", {})
+    o.late = row.get("late", False)
     return o
 
 
@@ -325,6 +361,9 @@ def report(outcomes: list[Outcome]) -> str:
         cells = [_row(some, m) for m in modes]
         lines.append(f"| {variant}, top-1 / 5 / 10 | {' | '.join(cells)} |")
     lines.append(f"| latency p50 / p95 | {' | '.join(_latency(outcomes, m) for m in modes)} |")
+    if "turn" in modes:
+        late = sum(1 for o in outcomes if o.late)
+        lines.append(f"\n`turn`: the vector came too late for {late} of {len(outcomes)} queries")
     for attr in ("lang", "kind"):
         lines.append("")
         lines.append(f"`{modes[-1]}` top-1 / 5 / 10 by {attr}:")

@@ -12,11 +12,12 @@ docs/decisions/090-per-turn-recall-latency.md; the incident: 092-big-outputs-in-
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..redact import redact
 from ..store.floor import close
-from ..store.recall import recall
+from ..store.recall import RecallHit, recall
 from ..tokens import count_tokens
 from .session import GardenerSession, model_name
 
@@ -74,25 +75,26 @@ def _budget_ms() -> float:
         return VECTOR_BUDGET_MS
 
 
-def _mode_in_time(session: GardenerSession, store: Store, query: str) -> str:
-    """``_mode``, but "fts" for this request when its query's embedding is not ready within
-    ``VECTOR_BUDGET_MS``.
+def _recall_in_time(session: GardenerSession, store: Store, query: str) -> list[RecallHit]:
+    """Recall for a request within ``VECTOR_BUDGET_MS``: the query's embedding starts first,
+    full-text search runs meanwhile, and a vector not ready by the budget leaves this request to
+    full text (it still lands in the query cache for the next one).
 
     On a loaded machine the query embedding was the largest part of most slow turns (50-180 ms
     against 5-15 ms on an idle core), so a request waits for it only this long and otherwise
-    recalls by full text alone, which injects the same entries most of the time. p95 fell by a
-    third to a half on the replay bench; ``/recall`` and the evaluations go through
-    ``store.recall``, which waits as before. Measurements and what was rejected:
-    docs/decisions/090-per-turn-recall-latency.md."""
+    recalls by full text alone, which injects the same entries most of the time. ``/recall``
+    and the evaluations go through ``store.recall`` without a deadline, which waits.
+    Measurements and what was rejected: docs/decisions/090-per-turn-recall-latency.md."""
     mode = _mode(store)
     budget = _budget_ms()
     index = getattr(store, "vectors", None)
     if mode != "hybrid" or budget <= 0 or index is None or not hasattr(index, "wait_query_vector"):
-        return mode
-    if index.wait_query_vector(query, budget / 1000.0):
-        return mode
-    session.stats["recall_vectors_late"] += 1
-    return "fts"
+        return recall(store, query, limit=CANDIDATES, mode=mode)
+    deadline = time.monotonic() + budget / 1000.0
+    hits = recall(store, query, limit=CANDIDATES, mode=mode, vector_by=deadline)
+    if not any("vector" in h.via for h in hits) and not index.wait_query_vector(query, 0.0):
+        session.stats["recall_vectors_late"] += 1
+    return hits
 
 
 def prefetch(session: GardenerSession, query: str) -> bool:
@@ -120,7 +122,7 @@ def recall_pair(
     # FTS5 takes the first MAX_QUERY_TERMS terms and the embedder the first 256 word pieces: the
     # head of a long message is the whole query either way (and scanning a 100 kB paste is not)
     query = query[:QUERY_CHARS]
-    hits = recall(store, query, limit=CANDIDATES, mode=_mode_in_time(session, store, query))
+    hits = _recall_in_time(session, store, query)
     if not hits:
         return [], []
     in_history = session.entries_in_history()

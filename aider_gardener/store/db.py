@@ -35,12 +35,13 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 from .. import offline  # noqa: F401  (before tiktoken/chromadb load)
 from ..preload import preload
 from ..types import CompressionResult, CompressOptions, ContentClass, Source
-from . import language, priority
+from . import language, priority, token_states
 from .gist import gist
 from .query import (
     CONVERSATION_CLASSES,
     PREVIOUS_TURN_WINDOW,
     build_match,
+    cjk_pairs,
     query_terms,
     quote_term,
 )
@@ -452,6 +453,12 @@ def protect_folder(folder: Path, created: bool = False) -> bool:
     except OSError as err:  # a read-only or full folder: nothing can be committed from it now
         log.debug("gardener: no .gitignore in %s: %s", folder, err)
         return False
+
+
+def _search_terms(original: str) -> str:
+    """What ``entries.terms`` indexes besides the text: the words of camelCase identifiers and
+    the character pairs of CJK runs (``query.cjk_pairs``), which unicode61 cannot split."""
+    return "\n".join(t for t in (priority.camel_terms(original), cjk_pairs(original)) if t)
 
 
 def _storable(text: str) -> tuple[str, bytes | None]:
@@ -1258,7 +1265,7 @@ class Store:
                     e.original,
                     e.raw,
                     e.summary,
-                    priority.camel_terms(e.original),
+                    _search_terms(e.original),
                     e.tokens_original,
                     e.tokens_summary,
                     e.ratio,
@@ -1468,6 +1475,27 @@ class Store:
                     (EMBED_CONTEXT_CHARS, int(limit)),
                 )
             )
+
+        return self.guard("queue", [], lambda: self._read(q))
+
+    def chunks_without_states(self, limit: int) -> list[tuple[str, str, str]]:
+        """Indexed first chunks and gists (``token_states.LEADING``) the reranker has no token
+        states for yet (a store from before they were kept, or chunks indexed by a model that
+        does not rerank), newest first (the ones a recall is likeliest to read), in the queue's
+        row shape."""
+        sql = (
+            f"SELECT c.chunk_id, c.entry_id, {token_states.EMBED_TEXT_SQL} FROM chunks c"
+            f" WHERE c.embedded = 1 AND c.n <= {int(token_states.LEADING)}"
+            f" AND NOT EXISTS (SELECT 1 FROM {token_states.TABLE} s"
+            " WHERE s.chunk_id = c.chunk_id) ORDER BY c.rowid DESC LIMIT ?"
+        )
+
+        def q(c: sqlite3.Connection) -> list[tuple[str, str, str]]:
+            try:
+                return list(c.execute(sql, (EMBED_CONTEXT_CHARS, int(limit))))
+            except sqlite3.OperationalError:  # no states kept yet: the table comes with them
+                head = sql.split(" AND NOT EXISTS")[0] + " ORDER BY c.rowid DESC LIMIT ?"
+                return list(c.execute(head, (EMBED_CONTEXT_CHARS, int(limit))))
 
         return self.guard("queue", [], lambda: self._read(q))
 

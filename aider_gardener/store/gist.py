@@ -22,6 +22,13 @@ _FAILURE = re.compile(
     r"|warning|assert\w*|expected)\b",
     re.IGNORECASE,
 )
+# A line that names the failure itself (an exception with its message, a failed test, a compiler
+# error) says more than one that only has a failure word ("timeout-2.4.0" in a plugin list,
+# "errors = scan(...)" in quoted code): those lines come first.
+_STRONG = re.compile(
+    r"\b\w*(?:Error|Exception|Exit)\b:|\bFAILED\b|\bFAIL:|^E\s|\berror(?:\[\w+\])?:|\bfatal:"
+    r"|\bpanicked\b|Traceback"
+)
 _FILE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5}\b(?!\()")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 _NOT_PROSE = re.compile(r"^\s*(?:```|<{5,}|={5,}|>{5,}|[-*+] |\d+\. |#|\||    )")
@@ -40,19 +47,22 @@ def gist(text: str, cls: str, role: str | None, command: str | None) -> str | No
 
 
 def _tool_gist(text: str, command: str | None) -> str | None:
-    lines = []
+    strong: list[str] = []
+    weak: list[str] = []
     seen: set[str] = set()
     for line in text.splitlines():
         s = " ".join(line.split())
-        if len(s) < 8 or not _FAILURE.search(s):
+        hard = _STRONG.search(line) is not None
+        if len(s) < 8 or not (hard or _FAILURE.search(s)):
             continue
         key = re.sub(r"\d+", "0", s)[:80]  # the same failure on another line number
         if key in seen:
             continue
         seen.add(key)
-        lines.append(s[:200])
-        if len(lines) >= MAX_LINES:
+        (strong if hard else weak).append(s[:200])
+        if len(strong) >= MAX_LINES:
             break
+    lines = (strong + weak)[:MAX_LINES]
     head = f"$ {command.strip()}" if command and command.strip() else ""
     if not lines and (not head or len(text) <= MAX_CHARS):
         return None  # a short output that did not fail is its own gist

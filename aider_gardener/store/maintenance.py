@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from . import priority
+from . import priority, token_states
 from .db import Store, StoreBusy, StoreReadOnly
 
 log = logging.getLogger(__name__)
@@ -64,10 +64,13 @@ def purge(store: Store, now: float | None = None, after: float = PURGE_AFTER) ->
                 (now - after,),
             )
         ]
+        if ids:
+            token_states.create(c)
         for i in range(0, len(ids), 500):
             batch = ids[i : i + 500]
             marks = ",".join("?" * len(batch))
             for table, column in (
+                (token_states.TABLE, "entry_id"),
                 ("chunks", "entry_id"),
                 ("entry_keys", "entry_id"),
                 ("entry_sessions", "entry_id"),

@@ -40,6 +40,25 @@ _QUERY_TOKEN = re.compile(r"[^\W_](?:[\w./:\\-]*[^\W_])?")
 _PART_SPLIT = re.compile(r"[/:\\]+")
 _WORD_SPLIT = re.compile(r"[_.\-]+")
 _CAMEL_QUERY = re.compile(r"[a-z0-9][A-Z]")
+# Han, kana and hangul: scripts written without spaces, which FTS5's unicode61 tokenizer reads as
+# one token per run, so "构建失败" would match only that exact run, never "构建" in "构建一直失败".
+CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{2,}")
+CJK_TERMS = 2000  # distinct pairs indexed per entry (a CJK page is a few thousand characters)
+
+
+def cjk_pairs(text: str, limit: int = CJK_TERMS) -> str:
+    """Each run of CJK characters as its overlapping character pairs (``构建失败`` -> ``构建 建失
+    失败``), space-separated: the store indexes them with an entry (``terms``) and a query adds
+    the same pairs, so a CJK question matches the words it shares with a message (bigram
+    indexing, as search engines without a CJK dictionary do)."""
+    seen: dict[str, None] = {}
+    for m in CJK_RUN.finditer(text or ""):
+        run = m.group(0)
+        for i in range(len(run) - 1):
+            seen.setdefault(run[i : i + 2], None)
+            if len(seen) >= limit:
+                return " ".join(seen)
+    return " ".join(seen)
 
 
 def quote_term(term: str) -> str:
@@ -78,6 +97,8 @@ def query_terms(query: str) -> list[str]:
             words = priority.camel_terms(token)
             if words:
                 add(words.split("\n")[0])
+        for pair in cjk_pairs(token).split():
+            add(pair)
     return list(terms)
 
 

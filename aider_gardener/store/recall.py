@@ -24,8 +24,9 @@ from typing import Any, Sequence
 
 from . import duplicates
 from . import rerank as reranking
-from .db import Store
-from .query import CONVERSATION_CLASSES, PREVIOUS_TURN_WINDOW, RRF_K, query_stems
+from . import token_states
+from .db import EMBED_CONTEXT_CHARS, Store
+from .query import CONVERSATION_CLASSES, PREVIOUS_TURN_WINDOW, RRF_K, cjk_pairs, query_stems
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ def recall(
     full: bool = False,
     mode: str = "hybrid",
     rerank: bool | None = None,
+    vector_by: float | None = None,
 ) -> list[RecallHit]:
     """The ``limit`` entries best matching ``query``, best first (see the module docstring).
 
@@ -84,14 +86,19 @@ def recall(
     (the evaluation compares them). ``full=True`` returns originals and refreshes the entries'
     last access, since the user is using them again. ``rerank=True`` marks an explicit recall
     (``/recall``, a tool call), which reads the fused top candidates again with ``rerank.py``
-    unless ``GARDENER_RERANK=off``; the per-turn path leaves it None (see ``rerank.py``). An
-    internal failure is one log line and no hits (``Store.guard``): recall never stops a turn."""
+    unless ``GARDENER_RERANK=off``; the per-turn path leaves it None (see ``rerank.py``).
+    ``vector_by`` (a ``time.monotonic()`` deadline, per-turn recall): the query's embedding
+    starts first and full-text search runs meanwhile; a vector not ready by then leaves this
+    recall to full text (decision 090). An internal failure is one log line and no hits
+    (``Store.guard``): recall never stops a turn."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if limit <= 0 or not query or not query.strip():
         return []
     return store.guard(
-        "recall", [], lambda: _recall(store, query, classes, limit, full, mode, rerank)
+        "recall",
+        [],
+        lambda: _recall(store, query, classes, limit, full, mode, rerank, vector_by),
     )
 
 
@@ -103,15 +110,20 @@ def _recall(
     full: bool,
     mode: str,
     rerank: bool | None,
+    vector_by: float | None = None,
 ) -> list[RecallHit]:
     wanted = [str(c) for c in classes] if classes else None
     n = max(CANDIDATES, 2 * limit)
     rankings: dict[str, list[str]] = {}
     excerpt_chunk: dict[str, str] = {}
     similarity: dict[str, float] = {}
+    index = getattr(store, "vectors", None)
+    start = getattr(index, "prefetch", None) if vector_by is not None else None
+    if start is not None and mode == "hybrid":
+        start(query)  # embedding on the other core while full text searches
     if mode in ("hybrid", "fts"):
         rankings["fts"] = [eid for eid, _ in store.fts_search(query, n, wanted)]
-    if mode in ("hybrid", "vector"):
+    if mode in ("hybrid", "vector") and _vector_in_time(index, query, vector_by):
         rankings["vector"], excerpt_chunk, similarity = _vector_ranking(
             store, query, n, rerank is True
         )
@@ -184,9 +196,11 @@ _IDENTIFIER = re.compile(r"`|^[\"']|[\"']$|\w[./:\\]\w|\w_\w|[a-z][A-Z]|[A-Za-z]
 
 
 def is_question(query: str) -> bool:
-    """A query of plain words (several, no identifier, path, quote, digits-in-words or call)."""
+    """A query of plain words (several, no identifier, path, quote, digits-in-words or call).
+    CJK is written without spaces: a run counts a word per two characters."""
     words = query.split()
-    return len(words) >= 3 and not any(_IDENTIFIER.search(w) for w in words)
+    size = len(words) + len(cjk_pairs(query).split()) // 2
+    return size >= 3 and not any(_IDENTIFIER.search(w) for w in words)
 
 
 def recall_fts_only(store: Store, query: str, classes=None, limit: int = 5, full: bool = False):
@@ -195,6 +209,14 @@ def recall_fts_only(store: Store, query: str, classes=None, limit: int = 5, full
 
 def recall_vectors_only(store: Store, query: str, classes=None, limit: int = 5, full: bool = False):
     return recall(store, query, classes, limit, full, mode="vector")
+
+
+def _vector_in_time(index: Any, query: str, vector_by: float | None) -> bool:
+    """Whether the vector half runs: always without a deadline, else when the query's embedding
+    is ready by it (``VectorIndex.wait_query_vector``; it keeps coming for the next recall)."""
+    if vector_by is None or not hasattr(index, "wait_query_vector"):
+        return True
+    return bool(index.wait_query_vector(query, max(0.0, vector_by - time.monotonic())))
 
 
 def _vector_ranking(
@@ -351,28 +373,36 @@ def _reranked(
 ) -> tuple[list[str], dict[str, str]]:
     """``ordered`` after ``rerank.rerank``, and the chunk texts read on the way (the excerpts).
 
-    Each candidate is read as the store indexes it: a conversation turn with the turn it answers
-    (``entries.context``), another entry by the chunk its vector matched, else its head."""
+    Each candidate is read as the store embedded it: a conversation turn by its first chunk
+    (with the turn it answers), another entry by its gist, else its first chunk. Their token
+    states come from the store (``token_states``, kept by the embedding worker); the ones
+    missing are encoded here once and kept for the next recall."""
     head = ordered[: reranking.DEPTH]
     chunks = _chunk_texts(store, [excerpt_chunk[e] for e in head if e in excerpt_chunk])
-    contexts = _contexts(store, [e for e in head if str(entries[e].cls) in CONVERSATION_CLASSES])
-    texts = {}
-    for eid in head:
-        e = entries[eid]
-        if str(e.cls) in CONVERSATION_CLASSES:
-            text = (e.original or "")[:RERANK_CHARS]
-            if contexts.get(eid):
-                text += "\n" + contexts[eid]
-        else:
-            text = chunks.get(excerpt_chunk.get(eid, ""), "") or (e.original or "")[:RERANK_CHARS]
-        texts[eid] = text
-    return reranking.rerank(query, ordered, texts), chunks
-
-
-def _contexts(store: Store, ids: list[str]) -> dict[str, str]:
-    """The reply context the store indexed with each conversation turn (``db._context``); the
-    turn alone still reranks without it."""
-    return _texts_by_id(store, "SELECT id, context FROM entries WHERE id IN ({})", ids)
+    # An output is read by its gist (what it is about: command, failures, files) else its first
+    # chunk, not by the chunk its vector matched: those are the chunks the worker keeps states
+    # for, and on the probes they ranked better too (decision 095).
+    leading = {eid: f"{eid}:0" for eid in head}
+    gists = [f"{eid}:-1" for eid in head if str(entries[eid].cls) not in CONVERSATION_CLASSES]
+    stored = token_states.load(store, list(leading.values()) + gists, EMBED_CONTEXT_CHARS)
+    chunk_of = {eid: f"{eid}:-1" if f"{eid}:-1" in stored else cid for eid, cid in leading.items()}
+    texts: dict[str, str] = {}
+    known: dict[str, Any] = {}
+    for eid, cid in chunk_of.items():
+        text, data = stored.get(cid, ("", None))
+        texts[eid] = text or (entries[eid].original or "")[:RERANK_CHARS]
+        if data is not None:
+            known[eid] = token_states.unpack(data)
+    cold = [eid for eid in head if eid not in known and chunk_of[eid] in stored]
+    try:
+        packed = [token_states.pack(s) for s in reranking.doc_states([texts[e] for e in cold])]
+    except Exception as err:  # noqa: BLE001 - rerank encodes them itself, or keeps the order
+        log.debug("gardener: encoding rerank candidates failed: %s", err)
+        packed = []
+    # read back as the worker's would be: a candidate scores the same kept or encoded just now
+    known.update((eid, token_states.unpack(data)) for eid, data in zip(cold, packed))
+    token_states.save(store, [(chunk_of[eid], data) for eid, data in zip(cold, packed)])
+    return reranking.rerank(query, ordered, texts, known), chunks
 
 
 def _previous_entries(store: Store, ids: list[str]) -> dict[str, str]:

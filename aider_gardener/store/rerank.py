@@ -3,14 +3,16 @@
 Fusion of BM25 and the sentence vectors is at a plateau: both compress a turn to one number per
 query. Reading the query against each candidate token by token is what a cross-encoder does, and
 none ships with its weights for offline use, so this reuses the model the store already loaded:
-each candidate (a turn with the turn it answers, else the chunk the vectors matched, else the
-head of the original) goes through MiniLM once, and scores the mean over the query's content
-tokens of their best cosine against its tokens (ColBERT's MaxSim). That rank is fused with the
-first stage's (RRF, the same ``K``).
+each candidate (a turn's first chunk with the turn it answers, another entry's gist, else its
+first chunk) goes through MiniLM once, and scores the mean over the
+query's content tokens of their best cosine against its word pieces (ColBERT's MaxSim).
+That rank is fused with the first stage's (RRF, the same ``K``).
 
-It costs about a second per query on two busy cores, so per-turn RAG does not rerank and an
-explicit ``/recall`` does: a person asked and waits. ``GARDENER_RERANK``: ``off`` never, ``on``
-(default) for explicit recalls, ``always`` for every recall. Without the model (missing, still
+Encoding twenty candidates costs about a second on two busy cores, so the embedding worker
+keeps each indexed chunk's states in the store (``token_states``) and a recall encodes only the
+query and the candidates missing there. Per-turn RAG still does not rerank; an explicit
+``/recall`` does. ``GARDENER_RERANK``: ``off`` never, ``on`` (default) for explicit recalls,
+``always`` for every recall. Without the model (missing, still
 loading, vectors off) recall keeps the first stage's order: this never blocks, raises or loads.
 Measurements and the packages surveyed: docs/decisions/087-recall-rerank.md.
 """
@@ -78,41 +80,23 @@ def available() -> bool:
     return embeddings.loaded() and model_choice.active() == model_choice.DEFAULT
 
 
-def maxsim_scores(query: str, texts: Sequence[str]) -> list[float] | None:
-    """MaxSim of ``query`` against each text, or None when the model is not ready or fails."""
+def maxsim_scores(
+    query: str, texts: Sequence[str], known: Sequence[Any] | None = None
+) -> list[float] | None:
+    """MaxSim of ``query`` against each text, or None when the model is not ready or fails.
+    ``known[i]``, when given and not None, is text i's token states (``doc_states``), read from
+    the store instead of encoding the text again."""
     global _warned
     if not texts or not available():
         return None
     try:
-        from . import embeddings
-
-        encoder = embeddings.load()
-        tokenizer = _get_tokenizer(embeddings)
-        q = tokenizer.encode(query)
-        keep = [
-            i
-            for i, t in enumerate(q.tokens)
-            if t not in _SPECIAL and (t.isalnum() or t.startswith("##")) and t not in STOPWORDS
-        ]
-        if not keep:
-            keep = [i for i, t in enumerate(q.tokens) if t not in _SPECIAL]
-        if not keep:
+        query_vecs = _query_states(query)
+        if query_vecs is None:
             return None
-        keys = [_key(t) for t in texts]
-        with _cache_lock:
-            missing = [i for i, k in enumerate(keys) if k not in _cache]
-        docs = tokenizer.encode_batch([texts[i] or " " for i in missing]) if missing else []
-        rows = [q.ids] + [d.ids for d in docs]
-        states = _token_states(embeddings, encoder, rows)
-        query_vecs = states[0][keep]  # (q, 384)
-        for n, (i, d) in enumerate(zip(missing, docs), start=1):
-            inner = [j for j, t in enumerate(d.tokens) if t not in _SPECIAL]
-            _remember(keys[i], states[n][inner].astype("float16"))
-        with _cache_lock:
-            found = [_cache.get(k) for k in keys]
-            for k in keys:
-                if k in _cache:
-                    _cache.move_to_end(k)
+        found = list(known) if known is not None else [None] * len(texts)
+        cold = [i for i, doc in enumerate(found) if doc is None]
+        for i, doc in zip(cold, states_of([texts[i] for i in cold])):
+            found[i] = doc
         scores = []
         for doc in found:
             if doc is None or not len(doc):
@@ -128,11 +112,71 @@ def maxsim_scores(query: str, texts: Sequence[str]) -> list[float] | None:
         return None
 
 
-def rerank(query: str, ranked: list[str], texts: dict[str, str]) -> list[str]:
+def doc_states(texts: Sequence[str]) -> list[Any]:
+    """Each text's unit token states (content word pieces, float32), as the reranker reads a
+    candidate: for the worker to keep in the store (``token_states``). Needs the model loaded;
+    raises what the encoder raises."""
+    from . import embeddings
+
+    if not texts:
+        return []
+    tokenizer = _get_tokenizer(embeddings)
+    docs = tokenizer.encode_batch([t or " " for t in texts])
+    states = _token_states(embeddings, embeddings.load(), [d.ids for d in docs])
+    return [s[_words(d.tokens)] for s, d in zip(states, docs)]
+
+
+def _query_states(query: str) -> Any:
+    from . import embeddings
+
+    tokenizer = _get_tokenizer(embeddings)
+    q = tokenizer.encode(query)
+    words = _words(q.tokens)
+    keep = [i for i in words if q.tokens[i] not in STOPWORDS] or words
+    keep = keep or [i for i, t in enumerate(q.tokens) if t not in _SPECIAL]
+    if not keep:
+        return None
+    return _token_states(embeddings, embeddings.load(), [q.ids])[0][keep]  # (q, 384)
+
+
+def _words(tokens: Sequence[str]) -> list[int]:
+    """The word pieces MaxSim reads of a candidate: not special, not punctuation. The query
+    reads these less its stopwords; a candidate keeps them, which ranked better on LoCoMo (R@5
+    0.786 against 0.778, decision 095)."""
+    return [
+        i for i, t in enumerate(tokens) if t not in _SPECIAL and (t.isalnum() or t.startswith("##"))
+    ]
+
+
+def states_of(texts: list[str]) -> list[Any]:
+    """``doc_states`` of texts through the process's LRU (float16), encoding only the misses."""
+    keys = [_key(t) for t in texts]
+    with _cache_lock:
+        missing = [i for i, k in enumerate(keys) if k not in _cache]
+    if missing:
+        for i, states in zip(missing, doc_states([texts[i] for i in missing])):
+            _remember(keys[i], states.astype("float16"))
+    with _cache_lock:
+        for k in keys:
+            if k in _cache:
+                _cache.move_to_end(k)
+        return [_cache.get(k) for k in keys]
+
+
+def rerank(
+    query: str,
+    ranked: list[str],
+    texts: dict[str, str],
+    known: dict[str, Any] | None = None,
+) -> list[str]:
     """``ranked`` (best first) with its first ``DEPTH`` ids reordered by the fused rank plus
-    MaxSim's rank; the rest keep their order. Unchanged when MaxSim is unavailable."""
+    MaxSim's rank; the rest keep their order. Unchanged when MaxSim is unavailable. ``known``:
+    id -> token states read from the store, for the candidates that have them."""
     head = ranked[:DEPTH]
-    scores = maxsim_scores(query, [texts.get(eid, "") for eid in head])
+    known = known or {}
+    scores = maxsim_scores(
+        query, [texts.get(eid, "") for eid in head], [known.get(eid) for eid in head]
+    )
     if scores is None:
         return ranked
 

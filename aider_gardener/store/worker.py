@@ -11,7 +11,9 @@ The worker is a guest on the user's cores: it pauses while a request is prepared
 (``foreground()``, checked between forward passes and before each chromadb upsert, which holds
 the GIL), runs at a lower OS priority, and embeds only the head, tail and error chunks of logs
 and structured outputs (``embed_policy``). ``stop()`` does not wait for a batch: the next
-forward pass ends the worker, leaving the group pending.
+forward pass ends the worker, leaving the group pending. With MiniLM it also keeps the token
+states of each entry's first chunk and gist for the reranker (``token_states``), and catches up
+on chunks indexed without them when the queue is empty.
 Measurements: docs/decisions/089-background-embedder.md.
 """
 
@@ -27,6 +29,8 @@ import time
 from typing import Callable, Iterator, Protocol, Sequence, TypeVar
 
 from . import embeddings, model_choice
+from . import rerank as reranking
+from . import token_states
 from .runtime import lower_thread_priority
 from .vectors import VectorIndex
 
@@ -45,6 +49,12 @@ class ChunkQueue(Protocol):
 
     def pending_count(self) -> int:
         """Chunks still waiting."""
+
+    def chunks_without_states(self, limit: int) -> list[tuple[str, str, str]]:
+        """Indexed chunks the reranker has no token states for: (chunk id, entry id, text)."""
+
+    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in a write transaction."""
 
     def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """``fn`` in a read transaction."""
@@ -229,6 +239,9 @@ class EmbeddingWorker:
             if done <= 0:
                 break
             total += done
+        while deadline is None or time.monotonic() < deadline:
+            if self.catch_up_states() <= 0:
+                break
         return total
 
     # --- work -------------------------------------------------------------------------------
@@ -260,10 +273,58 @@ class EmbeddingWorker:
                 if ok:
                     self.store.mark_chunks(ok, INDEXED)
                     self.embedded += len(ok)
+                    done_ids = set(ok)
+                    leading = [
+                        r
+                        for r in group
+                        if r[0] in done_ids and _chunk_n(r[0]) <= token_states.LEADING
+                    ]
+                    try:
+                        self._keep_states(leading)
+                    except _Stopped:
+                        break  # indexed already; the states are caught up later
                 done += len(ok) + len(bad)
                 if self._stop.is_set() or (deadline is not None and time.monotonic() > deadline):
                     break
             return done
+
+    def catch_up_states(self) -> int:
+        """Token states for one window of indexed chunks that have none (``token_states``),
+        newest first; returns how many were kept, 0 when none are missing, the table is full
+        or the model does not rerank."""
+        if not reranking.available() or not hasattr(self.store, "chunks_without_states"):
+            return 0
+        if token_states.full(self.store):
+            return 0
+        with self._batch_lock:
+            rows = self.store.chunks_without_states(self.window)
+            kept = 0
+            for start in range(0, len(rows), self.batch_size):
+                try:
+                    kept += self._keep_states(rows[start : start + self.batch_size])
+                except _Stopped:
+                    break
+                if self._stop.is_set():
+                    break
+            return kept
+
+    def _keep_states(self, rows: Sequence[tuple[str, str, str]]) -> int:
+        """Encode the reranker's token states of just-indexed first chunks and gists and keep
+        them in the store, so an explicit recall reads them instead of encoding its candidates
+        (~1 s on 2 cores); another chunk is kept when a recall first reads it.
+        A failure costs only that: the recall encodes them itself."""
+        if not rows or not reranking.available() or not hasattr(self.store, "write"):
+            return 0
+        self._between()
+        try:
+            states = reranking.doc_states([r[2] for r in rows])
+        except _Stopped:
+            raise
+        except Exception as err:  # noqa: BLE001 - the recall encodes them itself
+            self._log_once("states", f"keeping rerank states failed ({type(err).__name__}: {err})")
+            return 0
+        packed = [(r[0], token_states.pack(s)) for r, s in zip(rows, states)]
+        return len(packed) if token_states.save(self.store, packed) else 0
 
     def _apply_policy(self, rows: Sequence[tuple[str, str, str]]) -> int:
         """Mark the pending chunks ``EMBED_POLICY`` leaves to full-text search as SKIPPED;
@@ -442,8 +503,9 @@ class EmbeddingWorker:
                 if self.step() == 0:
                     if self._watching is not None:
                         self._queue_drained()
-                    self._wake.wait(IDLE_POLL)
-                    self._wake.clear()
+                    if self.catch_up_states() == 0:
+                        self._wake.wait(IDLE_POLL)
+                        self._wake.clear()
             except Exception as err:  # noqa: BLE001 - e.g. the store was closed under us
                 self._log_once(type(err).__name__, f"embedding worker: {type(err).__name__}: {err}")
                 self._stop.wait(IDLE_POLL)

@@ -48,4 +48,8 @@ def test_the_report_counts_hits_at_each_depth():
         "| paraphrase, top-1 / 5 / 10 | 0 / 0 / 0 of 1 | 0 / 1 / 1 of 1 | 1 / 1 / 1 of 1 |" in text
     )
     assert "| easy, top-1 / 5 / 10 | 1 / 1 / 1 of 1 | 1 / 1 / 1 of 1 | 0 / 0 / 1 of 1 |" in text
-    assert bench_probes.MODES == ("fts", "hybrid", "recall")
+    assert "too late" not in text  # no ``turn`` row measured
+    assert bench_probes.MODES == ("fts", "turn", "hybrid", "recall")
+    for o, late in zip(outcomes, (True, False)):
+        o.ranks["turn"], o.ms["turn"], o.late = 2, 1.5, late
+    assert "the vector came too late for 1 of 2 queries" in report(outcomes)

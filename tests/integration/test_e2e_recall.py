@@ -363,3 +363,26 @@ def test_forget_takes_its_open_error_out_of_the_session_state(workspace):
     assert not any("test_zebra_stripes" in t for t in texts), texts
     checkpoints = list((repo / ".aider.gardener" / "checkpoints").glob("*"))
     assert checkpoints and not any("test_zebra_stripes" in p.read_text() for p in checkpoints)
+
+
+def test_a_chinese_question_recalls_the_message_it_shares_words_with(workspace):
+    """FTS5 reads a CJK run as one token: "为什么部署老是失败" shares no whole run with the
+    message, only the words 部署 and 失败 (store/query.py, ``cjk_pairs``)."""
+    target = "部署脚本在服务器上一直失败，日志里说权限不够，帮我看看"
+    child = _spawn(workspace)
+    try:
+        _prompt(child)
+        for text in (target, "我们把登录页面的颜色改成蓝色吧"):
+            child.sendline(text)
+            child.expect("Stub model reply")
+            _prompt(child)
+        child.sendline("/recall 为什么部署老是失败")
+        child.expect(r"/recall ID --add puts an original in the chat")
+        listed = child.before.split("为什么部署老是失败", 1)[-1]
+        first = re.search(r"^(\w+)  prompt", listed, re.M)
+        (wanted,) = _entries(workspace[0], f"original = '{target}'")
+        assert first and first.group(1) == wanted[0], listed
+        _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)

@@ -12,11 +12,10 @@ from aider_gardener.integration.rag import (
     HEADER,
     REPLY,
     VECTOR_BUDGET_ENV,
-    _mode_in_time,
+    _recall_in_time,
     recall_pair,
 )
 from aider_gardener.store import Store
-from aider_gardener.store.recall import recall
 from aider_gardener.tokens import count_tokens
 from aider_gardener.types import Source
 from tests.integration.helpers import history_of, text_of
@@ -114,10 +113,9 @@ def test_the_vector_half_waits_for_the_query_embedding_within_its_budget(tmp_pat
     with _ready_store(tmp_path / "gs") as store:
         session = SimpleNamespace(stats=Counter())
         query = "why is the zebra lock still held?"
-        assert _mode_in_time(session, store, query) == "hybrid"
+        hits = _recall_in_time(session, store, query)
+        assert hits and "vector" in hits[0].via
         assert session.stats["recall_vectors_late"] == 0
-        hits = recall(store, query, limit=3, mode="hybrid")
-        assert hits and "vector" in hits[0].via  # the cached vector was used
 
 
 def test_a_late_query_embedding_leaves_the_request_to_full_text(tmp_path, monkeypatch):
@@ -128,11 +126,12 @@ def test_a_late_query_embedding_leaves_the_request_to_full_text(tmp_path, monkey
         session = SimpleNamespace(stats=Counter())
         query = "which process holds the lock on frobnicate?"
         with embeddings._tokenize_lock:  # the query's embedding cannot start meanwhile
-            assert _mode_in_time(session, store, query) == "fts"
+            hits = _recall_in_time(session, store, query)
+        assert hits and all(h.via == "fts" for h in hits)  # full text found it meanwhile
         assert session.stats["recall_vectors_late"] == 1
         # the embedding still lands in the query cache: the next recall of it has vectors
         assert store.vectors.wait_query_vector(query, 60.0)
-        assert _mode_in_time(session, store, query) == "hybrid"
+        assert any("vector" in h.via for h in _recall_in_time(session, store, query))
         assert session.stats["recall_vectors_late"] == 1
 
 
@@ -140,7 +139,8 @@ def test_a_zero_budget_waits_as_long_as_the_embedding_takes(tmp_path, monkeypatc
     monkeypatch.setenv(VECTOR_BUDGET_ENV, "0")
     with _ready_store(tmp_path / "gs") as store:
         session = SimpleNamespace(stats=Counter())
-        assert _mode_in_time(session, store, "zebra lock timeout") == "hybrid"
+        hits = _recall_in_time(session, store, "zebra lock timeout")
+        assert hits and "vector" in hits[0].via
         assert not session.stats
 
 

@@ -77,3 +77,22 @@ def test_the_store_embeds_the_gist_as_one_more_chunk(tmp_path):
 def test_a_short_output_that_did_not_fail_is_its_own_gist():
     assert gist("On branch main\nnothing to commit\n", "log", "tool", "git status") is None
     assert gist("x" * 2000, "log", "tool", "cat big.txt").startswith("$ cat big.txt")
+
+
+def test_the_line_naming_the_failure_comes_before_lines_with_a_failure_word():
+    """ "timeout-2.4.0" in pytest's plugin list and ``errors = scan()`` in quoted code matched the
+    failure words and filled the gist before the exception that a question asks about."""
+    run = "\n".join(
+        [
+            "plugins: anyio-4.12.1, timeout-2.4.0, respx-0.22.0",
+            "    functions, classes, errors = scan_codebase(tmp_path)",
+            "E       TypeError: build_json_report() takes 2 positional arguments but 7 were given",
+            "FAILED tests/test_report.py::test_basic - TypeError",
+        ]
+        + [f"PASSED tests/test_other.py::test_{i}" for i in range(40)]
+    )
+    lines = gist(run, "error", "tool", "pytest -x").splitlines()
+    assert lines[0] == "$ pytest -x"
+    assert lines[1].startswith("E TypeError: build_json_report() takes 2 positional")
+    assert lines[2].startswith("FAILED tests/test_report.py::test_basic")
+    assert lines[3].startswith("plugins:")  # still there, after them

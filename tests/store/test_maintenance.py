@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from aider_gardener.store import Store, maintenance
+from aider_gardener.store import Store, maintenance, token_states
 from aider_gardener.store.maintenance import (
     PURGE_AFTER,
     Maintenance,
@@ -76,6 +76,8 @@ def test_purge_removes_old_soft_deletes_for_good(store):
         )
     )
     store.forget(recent.id)
+    kept = [(f"{e.id}:0", b"states") for e in (gone, alive)]  # the reranker's, as if kept
+    assert token_states.save(store, kept)
     assert purge(store) == [gone.id]
     assert store.get(gone.id) is None
     assert store.get(recent.id) is not None and store.get(alive.id).active
@@ -83,8 +85,10 @@ def test_purge_removes_old_soft_deletes_for_good(store):
         ("chunks", "entry_id"),
         ("entry_keys", "entry_id"),
         ("entry_sessions", "entry_id"),
+        ("token_states", "entry_id"),
     ):
         assert count(store, f"SELECT count(*) FROM {table} WHERE {col} = ?", (gone.id,)) == 0
+    assert count(store, "SELECT count(*) FROM token_states WHERE entry_id = ?", (alive.id,)) == 1
     store.read(
         lambda c: c.execute("INSERT INTO entries_fts(entries_fts) VALUES('integrity-check')")
     )

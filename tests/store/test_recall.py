@@ -352,6 +352,8 @@ def test_reply_credit_is_only_between_conversation_turns(tmp_path):
         ('why "foo" fails', False),
         ("getUser is undefined", False),
         ("login failed", False),  # two words: the old weights
+        ("为什么部署脚本一直失败", True),  # written without spaces
+        ("部署失败", False),  # about two words
     ],
 )
 def test_a_question_in_words_leans_on_the_vectors(query, question):
@@ -416,3 +418,15 @@ def test_otherwise_the_turn_whose_own_words_match_goes_first(tmp_path):
         assert hits[0].entry_id == reply
         hits = recall_fts_only(store, "checkout page crashes, look into it")
         assert hits[0].entry_id == prompt
+
+
+def test_a_chinese_question_finds_the_message_sharing_its_words(tmp_path):
+    """unicode61 reads a CJK run as one token: without the character pairs a question shares
+    no token with a message unless it repeats a whole run verbatim."""
+    with Store(tmp_path / "gs", vectors=False) as store:
+        target = store.ingest(
+            "部署脚本在服务器上一直失败，日志里说权限不够。", Source(role="user")
+        ).id
+        store.ingest("我们把登录页面的颜色改成蓝色了。", Source(role="user"))
+        hits = recall_fts_only(store, "为什么部署一直失败？", limit=5)
+        assert hits and hits[0].entry_id == target

@@ -6,6 +6,7 @@ import pytest
 
 from aider_gardener.store import Store, embeddings
 from aider_gardener.store import rerank as rr
+from aider_gardener.store import token_states
 from aider_gardener.store.recall import recall
 from aider_gardener.types import ContentClass, Source
 
@@ -69,7 +70,7 @@ def test_maxsim_handles_empty_and_stopword_only_input(model):
 def test_rerank_fuses_ranks_within_the_head_only(monkeypatch):
     monkeypatch.setattr(rr, "DEPTH", 3)
     monkeypatch.setattr(rr, "WEIGHT", 2.0)
-    monkeypatch.setattr(rr, "maxsim_scores", lambda q, texts: [0.1, 0.2, 0.9])
+    monkeypatch.setattr(rr, "maxsim_scores", lambda q, texts, known=None: [0.1, 0.2, 0.9])
     # first stage a, b, c; MaxSim c, b, a. With K = 5: a 1/6 + 2/8, b 1/7 + 2/7, c 1/8 + 2/6
     out = rr.rerank("q", ["a", "b", "c", "d", "e"], {})
     assert out == ["c", "b", "a", "d", "e"]
@@ -135,9 +136,9 @@ def test_explicit_recall_reranks_and_keeps_hits_whole(conversation, monkeypatch)
     calls = []
     real = rr.maxsim_scores
 
-    def spy(query, texts):
+    def spy(query, texts, known=None):
         calls.append(list(texts))
-        return real(query, texts)
+        return real(query, texts, known)
 
     monkeypatch.setattr(rr, "maxsim_scores", spy)
     plain = recall(store, "what painting did they finish", limit=6, rerank=False)
@@ -154,7 +155,7 @@ def test_explicit_recall_reranks_and_keeps_hits_whole(conversation, monkeypatch)
 def test_per_turn_recall_does_not_rerank_unless_always(conversation, monkeypatch):
     store, _ = conversation
     calls = []
-    monkeypatch.setattr(rr, "maxsim_scores", lambda q, t: calls.append(q) or None)
+    monkeypatch.setattr(rr, "maxsim_scores", lambda q, t, known=None: calls.append(q) or None)
     recall(store, "camping trip in August", limit=3)
     assert calls == []
     monkeypatch.setenv(rr.RERANK_ENV, "always")
@@ -168,7 +169,7 @@ def test_per_turn_recall_does_not_rerank_unless_always(conversation, monkeypatch
 def test_store_recall_passes_the_explicit_flag(conversation, monkeypatch):
     store, _ = conversation
     calls = []
-    monkeypatch.setattr(rr, "maxsim_scores", lambda q, t: calls.append(q) or None)
+    monkeypatch.setattr(rr, "maxsim_scores", lambda q, t, known=None: calls.append(q) or None)
     recall(store, "adopted puppy", limit=3, rerank=True)
     recall(store, "adopted puppy", limit=3)
     assert calls == ["adopted puppy"]
@@ -191,3 +192,63 @@ def test_token_states_are_kept_for_the_next_recall_and_bounded(model, monkeypatc
     rr.maxsim_scores("anything else", ["a third text about databases"])
     assert len(rr._cache) == 1  # the oldest were dropped
     rr._reset_for_tests()
+
+
+def test_packed_states_score_as_the_encoded_ones(model):
+    texts = ["the build failed on the linker step", "deployed the new billing service"]
+    states = rr.doc_states(texts)
+    packed = [token_states.pack(s) for s in states]
+    assert all(len(p) < s.nbytes / 3 for p, s in zip(packed, states))  # int8 against float32
+    back = [token_states.unpack(p) for p in packed]
+    assert [b.shape for b in back] == [s.shape for s in states]
+    fresh = rr.maxsim_scores("why did the build fail?", texts)
+    stored = rr.maxsim_scores("why did the build fail?", ["", ""], back)
+    assert stored == pytest.approx(fresh, abs=0.01)
+    assert stored[0] > stored[1]
+
+
+def test_the_worker_keeps_states_and_recall_reads_them(model, tmp_path, monkeypatch):
+    """A drained store has states for every indexed chunk; an explicit recall reads them and
+    encodes only the query; states dropped from the table are encoded once and kept again, and
+    the order is the same either way."""
+    store = Store(tmp_path / "gs")
+    texts = [
+        "Did you ever finish that canvas you started in the spring?",
+        "Yes! A sunrise over the harbour, oil on a big canvas. Took two weeks.",
+        "We should plan the camping trip for August.",
+        "Sure, the lake site is free in the second week of August.",
+    ]
+    for n, text in enumerate(texts):
+        store.ingest(text, Source(role="user" if n % 2 == 0 else "assistant"))
+    log = "\n".join(f"INFO step {i} of the nightly import finished" for i in range(600))
+    store.ingest(log, Source(role="tool", command="make import"))
+    store.drain()
+
+    def count(sql):
+        return store.read(lambda c: c.execute(sql).fetchone()[0])
+
+    indexed = count("SELECT count(*) FROM chunks WHERE embedded = 1 AND n <= 0")
+    assert count("SELECT count(*) FROM chunks WHERE embedded = 1 AND n > 0") > 0  # the log's
+    assert indexed >= 5 and count("SELECT count(*) FROM token_states") == indexed
+    rr._reset_for_tests()
+    rows = []
+    real = rr._token_states
+    monkeypatch.setattr(
+        rr, "_token_states", lambda e, enc, r: rows.append(len(r)) or real(e, enc, r)
+    )
+    warm = [h.entry_id for h in recall(store, "what painting did they finish", rerank=True)]
+    assert sum(rows) - 1 <= count("SELECT count(*) FROM chunks WHERE n > 0")  # the log's, once
+    rr._reset_for_tests()
+    rows.clear()
+    assert [h.entry_id for h in recall(store, "what painting did they finish", rerank=True)] == warm
+    assert rows == [1]  # the query alone: every candidate's states were in the store
+    store.write(lambda c: c.execute("DELETE FROM token_states"))
+    rr._reset_for_tests()
+    rows.clear()
+    cold = [h.entry_id for h in recall(store, "what painting did they finish", rerank=True)]
+    assert cold == warm and sum(rows) > 1
+    assert count("SELECT count(*) FROM token_states") > 0  # kept for the next one
+    store.write(lambda c: c.execute("DELETE FROM token_states"))
+    store.drain()  # nothing pending: the worker catches up on the states
+    assert count("SELECT count(*) FROM token_states") == indexed
+    store.close()
