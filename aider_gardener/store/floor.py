@@ -24,7 +24,7 @@ SIMILARITY_FLOOR = 0.40
 MIN_TERM_SHARE = 0.5
 SCAN_CHARS = 4_000_000  # of an original searched for the terms (as /recall's preview)
 # Characters that carry grammar, not the subject, in Chinese and Japanese questions (why, what,
-# is, of, particles): a CJK query's share counts the others. A CJK character weighs half a word.
+# is, of, particles): a CJK run is found as far as the others are.
 CJK_FUNCTION_CHARS = frozenset(
     "的了是在我你他她它们這这那有和与與就都也还還吗嗎呢吧啊么麼什为為怎哪谁誰把被给給让讓请請"
     "一个個不没沒要会會能可以对對从從到过過着而且但或如果因所又很再已经經"
@@ -35,8 +35,8 @@ CJK_FUNCTION_CHARS = frozenset(
 def term_share(query: str, text: str) -> float:
     """The share of the query's search terms (crudely stemmed, ``query.query_stems``) that occur
     in ``text``, case-insensitively; 0.0 for a query with no searchable word. A term and its
-    stem count once. A CJK run is not a word: its content characters count half a word each,
-    found when a character pair holding them occurs (``query.cjk_pairs``)."""
+    stem count once. A CJK run counts as one term (as unicode61 reads it), found in the share of
+    its content characters that a matching character pair holds (``query.cjk_pairs``)."""
     low = text[:SCAN_CHARS].lower()
     runs = [m.group(0) for m in CJK_RUN.finditer(query or "")]
     terms = [t.lower() for t in query_terms(query) if not CJK_RUN.search(t)]
@@ -52,8 +52,9 @@ def term_share(query: str, text: str) -> float:
         for i in range(len(run) - 1):
             if run[i : i + 2] in low:
                 seen.update((i, i + 1))
-        total += len(content) / 2
-        found += len(seen.intersection(content)) / 2
+        if content:  # a run is one term, found as far as its content characters are
+            total += 1
+            found += len(seen.intersection(content)) / len(content)
     return found / total if total else 0.0
 
 

@@ -97,8 +97,8 @@ def query_terms(query: str) -> list[str]:
             words = priority.camel_terms(token)
             if words:
                 add(words.split("\n")[0])
-        for pair in cjk_pairs(token).split():
-            add(pair)
+    for pair in cjk_pairs(query or "").split():  # after every word: they fill what is left
+        add(pair)
     return list(terms)
 
 
