@@ -231,6 +231,12 @@ def test_server_mode_indexes_and_queries(tmp_path, server):
     assert idx.can_write()  # a server serializes writers itself: no lock file needed
 
 
+def _indexed(store) -> int:
+    return store.read(
+        lambda c: c.execute("SELECT count(*) FROM chunks WHERE embedded = 1").fetchone()[0]
+    )
+
+
 def test_store_survives_the_server_going_away(tmp_path, server, caplog, monkeypatch):
     monkeypatch.setattr(worker, "PROBE_INTERVAL", 3600.0)  # only drain() may find it back
     store = Store(tmp_path / "gs", chroma_url=server.url)
@@ -240,7 +246,8 @@ def test_store_survives_the_server_going_away(tmp_path, server, caplog, monkeypa
             store.ingest(text, Source(role="tool", command="echo"))
         store.drain(120)  # whatever the background worker has not embedded yet
         assert store.pending_count() == 0
-        assert store.vectors.count() == 3
+        indexed = _indexed(store)  # the three outputs, and the gist of the one that failed
+        assert store.vectors.count() == indexed == 4
         hits = recall(store, "how do we ship docker builds?")
         assert hits and "vector" in hits[0].via
 
@@ -263,7 +270,7 @@ def test_store_survives_the_server_going_away(tmp_path, server, caplog, monkeypa
         assert store.drain(120) == 1  # drain probes, finds it back, embeds the backlog
         assert store.vectors.healthy is True
         assert store.pending_count() == 0
-        assert store.vectors.count() == 4
+        assert store.vectors.count() == _indexed(store) == indexed + 1
         hits = recall(store, "how do we ship docker builds?")
         assert "vector" in hits[0].via
     finally:
