@@ -22,6 +22,8 @@ Probes: ``bench/labels/probes.jsonl``; how written: docs/decisions/095-recall-by
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import hashlib
 import inspect
 import json
@@ -32,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,13 +236,19 @@ def _ask(store: Any, query: str, mode: str, depth: int) -> list[Any]:
     wait = _budget_ms() / 1000.0 if mode == "turn" else 0.0
     if wait <= 0:  # 0: as long as it takes
         return recall(store, query, limit=depth, mode=how, rerank=rerank)
-    if "vector_by" not in inspect.signature(recall).parameters:
+    if not _takes_deadline(recall):
         index = getattr(store, "vectors", None)
         if not (index is not None and index.wait_query_vector(query, wait)):
             how = "fts"
         return recall(store, query, limit=depth, mode=how, rerank=rerank)
     by = time.monotonic() + wait
     return recall(store, query, limit=depth, mode=how, rerank=rerank, vector_by=by)
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_deadline(recall: Any) -> bool:
+    """Whether this version's recall takes ``vector_by`` (read once, not in the timed call)."""
+    return "vector_by" in inspect.signature(recall).parameters
 
 
 def _forget_query_vector(store: Any, query: str) -> None:
@@ -250,9 +259,14 @@ def _forget_query_vector(store: Any, query: str) -> None:
     index = getattr(store, "vectors", None)
     if index is None or not hasattr(index, "_query_cache"):
         return
-    index.wait_query_vector(query, 10.0)
+    key = query[:QUERY_EMBED_CHARS]
     with index._query_lock:
-        index._query_cache.pop(query[:QUERY_EMBED_CHARS], None)
+        cached = index._query_cache.get(key)
+    if isinstance(cached, Future):  # in flight: let it land rather than race the next mode
+        with contextlib.suppress(Exception):
+            cached.result(timeout=10.0)
+    with index._query_lock:
+        index._query_cache.pop(key, None)
 
 
 def run_source(source: str, probes: list[Probe], folder: Path) -> tuple[list[Outcome], list[str]]:

@@ -1483,19 +1483,20 @@ class Store:
         states for yet (a store from before they were kept, or chunks indexed by a model that
         does not rerank), newest first (the ones a recall is likeliest to read), in the queue's
         row shape."""
-        sql = (
-            f"SELECT c.chunk_id, c.entry_id, {token_states.EMBED_TEXT_SQL} FROM chunks c"
-            f" WHERE c.embedded = 1 AND c.n <= {int(token_states.LEADING)}"
-            f" AND NOT EXISTS (SELECT 1 FROM {token_states.TABLE} s"
-            " WHERE s.chunk_id = c.chunk_id) ORDER BY c.rowid DESC LIMIT ?"
-        )
 
         def q(c: sqlite3.Connection) -> list[tuple[str, str, str]]:
-            try:
-                return list(c.execute(sql, (EMBED_CONTEXT_CHARS, int(limit))))
-            except sqlite3.OperationalError:  # no states kept yet: the table comes with them
-                head = sql.split(" AND NOT EXISTS")[0] + " ORDER BY c.rowid DESC LIMIT ?"
-                return list(c.execute(head, (EMBED_CONTEXT_CHARS, int(limit))))
+            kept = (
+                f" AND NOT EXISTS (SELECT 1 FROM {token_states.TABLE} s"
+                " WHERE s.chunk_id = c.chunk_id)"
+                if token_states.exists(c)
+                else ""  # no states kept yet: the table comes with them
+            )
+            sql = (
+                f"SELECT c.chunk_id, c.entry_id, {token_states.EMBED_TEXT_SQL} FROM chunks c"
+                f" WHERE c.embedded = 1 AND c.n <= {int(token_states.LEADING)}{kept}"
+                " ORDER BY c.rowid DESC LIMIT ?"
+            )
+            return list(c.execute(sql, (EMBED_CONTEXT_CHARS, int(limit))))
 
         return self.guard("queue", [], lambda: self._read(q))
 

@@ -64,18 +64,18 @@ def purge(store: Store, now: float | None = None, after: float = PURGE_AFTER) ->
                 (now - after,),
             )
         ]
-        if ids:
-            token_states.create(c)
+        tables = [
+            ("chunks", "entry_id"),
+            ("entry_keys", "entry_id"),
+            ("entry_sessions", "entry_id"),
+            ("entries", "id"),  # its trigger removes the FTS5 row
+        ]
+        if ids and token_states.exists(c):
+            tables.insert(0, (token_states.TABLE, "entry_id"))
         for i in range(0, len(ids), 500):
             batch = ids[i : i + 500]
             marks = ",".join("?" * len(batch))
-            for table, column in (
-                (token_states.TABLE, "entry_id"),
-                ("chunks", "entry_id"),
-                ("entry_keys", "entry_id"),
-                ("entry_sessions", "entry_id"),
-                ("entries", "id"),  # its trigger removes the FTS5 row
-            ):
+            for table, column in tables:
                 c.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", batch)
         return ids
 

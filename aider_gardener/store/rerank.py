@@ -4,16 +4,16 @@ Fusion of BM25 and the sentence vectors is at a plateau: both compress a turn to
 query. Reading the query against each candidate token by token is what a cross-encoder does, and
 none ships with its weights for offline use, so this reuses the model the store already loaded:
 each candidate (a turn's first chunk with the turn it answers, another entry's gist, else its
-first chunk) goes through MiniLM once, and scores the mean over the
-query's content tokens of their best cosine against its word pieces (ColBERT's MaxSim).
-That rank is fused with the first stage's (RRF, the same ``K``).
+first chunk) goes through MiniLM once, and scores the mean over the query's content tokens of
+their best cosine against its word pieces (ColBERT's MaxSim). That rank is fused with the first
+stage's (RRF, the same ``K``).
 
 Encoding twenty candidates costs about a second on two busy cores, so the embedding worker
-keeps each indexed chunk's states in the store (``token_states``) and a recall encodes only the
-query and the candidates missing there. Per-turn RAG still does not rerank; an explicit
-``/recall`` does. ``GARDENER_RERANK``: ``off`` never, ``on`` (default) for explicit recalls,
-``always`` for every recall. Without the model (missing, still
-loading, vectors off) recall keeps the first stage's order: this never blocks, raises or loads.
+keeps the states of each entry's first chunk and gist in the store (``token_states``) and a
+recall encodes only the query and the candidates missing there. Per-turn RAG still does not
+rerank; an explicit ``/recall`` does. ``GARDENER_RERANK``: ``off`` never, ``on`` (default) for
+explicit recalls, ``always`` for every recall. Without the model (missing, still loading,
+vectors off) recall keeps the first stage's order: this never blocks, raises or loads.
 Measurements and the packages surveyed: docs/decisions/087-recall-rerank.md.
 """
 
@@ -95,7 +95,7 @@ def maxsim_scores(
             return None
         found = list(known) if known is not None else [None] * len(texts)
         cold = [i for i, doc in enumerate(found) if doc is None]
-        for i, doc in zip(cold, states_of([texts[i] for i in cold])):
+        for i, doc in zip(cold, _states_of([texts[i] for i in cold])):
             found[i] = doc
         scores = []
         for doc in found:
@@ -113,9 +113,9 @@ def maxsim_scores(
 
 
 def doc_states(texts: Sequence[str]) -> list[Any]:
-    """Each text's unit token states (content word pieces, float32), as the reranker reads a
-    candidate: for the worker to keep in the store (``token_states``). Needs the model loaded;
-    raises what the encoder raises."""
+    """Each text's unit token states (word pieces, punctuation left out; float32), as the
+    reranker reads a candidate: for the worker and recall to keep in the store
+    (``token_states``). Needs the model loaded; raises what the encoder raises."""
     from . import embeddings
 
     if not texts:
@@ -148,7 +148,7 @@ def _words(tokens: Sequence[str]) -> list[int]:
     ]
 
 
-def states_of(texts: list[str]) -> list[Any]:
+def _states_of(texts: list[str]) -> list[Any]:
     """``doc_states`` of texts through the process's LRU (float16), encoding only the misses."""
     keys = [_key(t) for t in texts]
     with _cache_lock:

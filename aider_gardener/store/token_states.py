@@ -6,10 +6,10 @@ Encoding twenty candidates is what made a cold ``/recall`` cost a second on two 
 twenty rows costs a millisecond. The states are a cache derived from the chunk text, so the table
 is created on demand outside the schema versions (an older gardener opening the store ignores
 it), dropped rows are only recomputed, and a store without it reranks as before. Each row packs
-the content word pieces' unit vectors as int8 with one float16 scale per piece (~0.4 KB a piece,
-~20 KB a chunk); the rounding moves a cosine by less than 0.01. The table is capped at
-``MAX_BYTES``, the oldest rows dropped first: recall favours recent entries, and a dropped row is
-encoded again (and kept) when a recall needs it.
+the word pieces' unit vectors (punctuation left out) as int8 with one float16 scale per piece
+(~0.4 KB a piece, ~23 KB a chunk); the rounding moves a cosine by less than 0.01. The table is
+capped at ``MAX_BYTES``, the oldest rows dropped first: recall favours recent entries, and a
+dropped row is encoded again (and kept) when a recall needs it.
 """
 
 from __future__ import annotations
@@ -51,6 +51,12 @@ def create(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
 
 
+def exists(conn: sqlite3.Connection) -> bool:
+    """Whether the table was created: it comes with the first states a process keeps."""
+    sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return conn.execute(sql, (TABLE,)).fetchone() is not None
+
+
 def pack(states: Any) -> bytes:
     """``(pieces, dims)`` float unit vectors as bytes: pieces (uint16), float16 scales, int8."""
     import numpy as np
@@ -79,18 +85,18 @@ def load(store: StatesStore, chunk_ids: Sequence[str], context_chars: int) -> di
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
-    sql = (
-        f"SELECT c.chunk_id, {EMBED_TEXT_SQL}, s.data FROM chunks c"
-        f" LEFT JOIN {TABLE} s ON s.chunk_id = c.chunk_id WHERE c.chunk_id IN ({marks})"
-    )
 
     def q(c: sqlite3.Connection) -> dict[str, tuple]:
-        try:
-            rows = c.execute(sql, (context_chars, *ids)).fetchall()
-        except sqlite3.OperationalError:  # no states table yet: texts only
-            plain = sql.replace(f" LEFT JOIN {TABLE} s ON s.chunk_id = c.chunk_id", "")
-            plain = plain.replace(", s.data", ", NULL")
-            rows = c.execute(plain, (context_chars, *ids)).fetchall()
+        states, join = (
+            ("s.data", f" LEFT JOIN {TABLE} s ON s.chunk_id = c.chunk_id")
+            if exists(c)
+            else ("NULL", "")
+        )
+        sql = (
+            f"SELECT c.chunk_id, {EMBED_TEXT_SQL}, {states} FROM chunks c{join}"
+            f" WHERE c.chunk_id IN ({marks})"
+        )
+        rows = c.execute(sql, (context_chars, *ids)).fetchall()
         return {cid: (text or "", data) for cid, text, data in rows}
 
     try:
@@ -104,10 +110,9 @@ def full(store: StatesStore) -> bool:
     """Whether the table holds ``MAX_BYTES`` already: catching up would only push out rows."""
 
     def q(c: sqlite3.Connection) -> bool:
-        try:
-            used = c.execute(f"SELECT sum(length(data)) FROM {TABLE}").fetchone()[0]
-        except sqlite3.OperationalError:  # not created yet
+        if not exists(c):
             return False
+        used = c.execute(f"SELECT sum(length(data)) FROM {TABLE}").fetchone()[0]
         return (used or 0) >= MAX_BYTES - MAX_BYTES // 16
 
     try:
