@@ -59,9 +59,12 @@ def _tool_gist(text: str, command: str | None) -> str | None:
         if key in seen:
             continue
         seen.add(key)
-        (strong if hard else weak).append(s[:200])
-        if len(strong) >= MAX_LINES:
-            break
+        if hard:
+            strong.append(s[:200])
+            if len(strong) >= MAX_LINES:
+                break
+        elif len(weak) < MAX_LINES:  # more could never be shown: strong ones come first
+            weak.append(s[:200])
     lines = (strong + weak)[:MAX_LINES]
     head = f"$ {command.strip()}" if command and command.strip() else ""
     if not lines and (not head or len(text) <= MAX_CHARS):
