@@ -68,8 +68,10 @@ def _idf(rows: int, holding: int) -> float:
 
 def _weight(store: Store, prompt: str) -> tuple[float, int]:
     """The prompt's word weight (idf summed over the terms the store searches) and the rows of
-    the full-text index."""
-    from ..store.query import query_terms
+    the full-text index. A CJK term no row holds weighs nothing: the character pairs of a run
+    (``query.cjk_pairs``) include every pair that straddles two words, and the whole run is one
+    token only where it is written just so; counted, they sank every Chinese prompt's share."""
+    from ..store.query import CJK_RUN, query_terms
 
     terms = query_terms(prompt)
 
@@ -78,7 +80,9 @@ def _weight(store: Store, prompt: str) -> tuple[float, int]:
         total = 0.0
         for term in terms:
             sql = "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?"
-            total += _idf(rows, c.execute(sql, (_quote(term),)).fetchone()[0] or 0)
+            holding = c.execute(sql, (_quote(term),)).fetchone()[0] or 0
+            if holding or not CJK_RUN.fullmatch(term):
+                total += _idf(rows, holding)
         return total, rows
 
     return store.read(q)

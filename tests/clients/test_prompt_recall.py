@@ -107,6 +107,32 @@ def test_scores_are_scale_free_measures_of_the_bm25_score(replayed):
     assert best.relevant and best.evidence >= prompt_recall.MIN_EVIDENCE
 
 
+def test_a_chinese_prompt_is_not_sunk_by_pairs_that_straddle_its_words(tmp_path):
+    """A CJK run is searched by its character pairs, and half of them cross a word boundary
+    (为什么部署 gives 么部): no entry holds those, so they must not weigh in the prompt's share,
+    or the reply that holds 部署 and 失败 falls under the floor (bench.prompt_recall)."""
+    from aider_gardener.types import Source
+
+    prompt = "为什么部署老是失败"
+    reply = "这次部署失败是因为数据库连接超时；之前老是失败也是这个原因，超时已改成三十秒。"
+    with Store(tmp_path / "store", vectors=False) as store:
+        for i in range(prompt_recall.MIN_ENTRIES + 10):
+            words = " ".join(f"step{j} of module m{(i + j) % 7}" for j in range(20))
+            store.ingest(f"note {i}: the parser handles case {i}: {words}", Source())
+        target = store.ingest(reply, Source(role="assistant"))
+        hits = recall(store, prompt, limit=5, mode="fts")
+        scored = {s.hit.entry_id: s for s in prompt_recall.score(store, prompt, hits)}
+        weight, rows = prompt_recall._weight(store, prompt)
+    assert rows > prompt_recall.MIN_ENTRIES
+    found = scored[target.id]
+    assert found.relevant, (found.share, found.evidence)
+    # what the straddling pairs would have added: each at the idf of a word no row holds
+    unheld = ("为什么部署老是失败", "为什", "么部", "署老")
+    assert found.share * weight / (weight + len(unheld) * prompt_recall._idf(rows, 0)) < (
+        prompt_recall.MIN_SHARE
+    )
+
+
 # --- what the context holds ---
 
 
