@@ -228,12 +228,12 @@ def evaluate(store: Any, probes: list[Probe], entry_of: dict) -> list[Outcome]:
 def _ask(store: Any, query: str, mode: str, depth: int) -> list[Any]:
     """One recall of ``mode``; ``turn`` as ``rag._recall_in_time`` runs it (a version whose
     recall has no deadline: waited for the vector first, then recalled; for before/after)."""
-    from aider_gardener.integration.rag import _budget_ms
+    from aider_gardener.integration import rag
     from aider_gardener.store.recall import recall
 
     how = "fts" if mode == "fts" else "hybrid"
     rerank = True if mode == "recall" else (False if mode == "fts" else None)
-    wait = _budget_ms() / 1000.0 if mode == "turn" else 0.0
+    wait = rag._budget_ms() / 1000.0 if mode == "turn" else 0.0
     if wait <= 0:  # 0: as long as it takes
         return recall(store, query, limit=depth, mode=how, rerank=rerank)
     if not _takes_deadline(recall):
@@ -241,7 +241,8 @@ def _ask(store: Any, query: str, mode: str, depth: int) -> list[Any]:
         if not (index is not None and index.wait_query_vector(query, wait)):
             how = "fts"
         return recall(store, query, limit=depth, mode=how, rerank=rerank)
-    by = time.monotonic() + wait
+    start = time.monotonic()
+    by = rag.vector_deadline(start) if hasattr(rag, "vector_deadline") else start + wait
     return recall(store, query, limit=depth, mode=how, rerank=rerank, vector_by=by)
 
 

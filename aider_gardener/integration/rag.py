@@ -46,11 +46,15 @@ QUERY_CHARS = 4000
 # "1": embed the query in a thread of its own at the start of the request (``prefetch``). Off:
 # with no idle core, a second thread only competes (decision 090).
 PREFETCH_ENV = "GARDENER_QUERY_PREFETCH"
-# The vector half of a request's recall waits at most this long for the query's embedding (run
-# in a thread of its own), then the request goes with full-text recall alone; the vector still
-# lands in the query cache when it comes. 0 waits as long as it takes (decision 090).
+# A request's recall takes at most about this long: its vector half (the query's embedding,
+# then the search, on another thread) is waited for until ``VECTOR_BUDGET_MS - AFTER_MS``, then
+# the request goes with full-text recall alone; the vector still lands in the query cache when
+# it comes. 0 waits as long as it takes (decision 090).
 VECTOR_BUDGET_ENV = "GARDENER_VECTOR_BUDGET_MS"
 VECTOR_BUDGET_MS = 30.0
+# What recall does after the vector half: fusing, reading the candidates' rows, folding copies
+# (4-7 ms at p95 on the probe stores, bench.probes).
+AFTER_MS = 7.0
 
 
 def _mode(store: Store | None = None) -> str:
@@ -75,10 +79,20 @@ def _budget_ms() -> float:
         return VECTOR_BUDGET_MS
 
 
+def vector_deadline(start: float) -> float | None:
+    """The ``time.monotonic()`` by which a request's vector half must be done, for a recall
+    started at ``start``; None when the budget is 0 (wait as long as it takes)."""
+    budget = _budget_ms()
+    if budget <= 0:
+        return None
+    return start + max(0.0, budget - AFTER_MS) / 1000.0
+
+
 def _recall_in_time(session: GardenerSession, store: Store, query: str) -> list[RecallHit]:
-    """Recall for a request within ``VECTOR_BUDGET_MS``: the query's embedding starts first,
-    full-text search runs meanwhile, and a vector not ready by the budget leaves this request to
-    full text (it still lands in the query cache for the next one).
+    """Recall for a request within ``VECTOR_BUDGET_MS``: the query's embedding and then the
+    vector search start first, full-text search runs meanwhile, and a vector half not done by
+    ``vector_deadline`` leaves this request to full text (the vector still lands in the query
+    cache for the next one).
 
     On a loaded machine the query embedding was the largest part of most slow turns (50-180 ms
     against 5-15 ms on an idle core), so a request waits for it only this long and otherwise
@@ -86,13 +100,12 @@ def _recall_in_time(session: GardenerSession, store: Store, query: str) -> list[
     and the evaluations go through ``store.recall`` without a deadline, which waits.
     Measurements and what was rejected: docs/decisions/090-per-turn-recall-latency.md."""
     mode = _mode(store)
-    budget = _budget_ms()
+    deadline = vector_deadline(time.monotonic())
     index = getattr(store, "vectors", None)
-    if mode != "hybrid" or budget <= 0 or index is None or not hasattr(index, "wait_query_vector"):
+    if mode != "hybrid" or deadline is None or index is None:
         return recall(store, query, limit=CANDIDATES, mode=mode)
-    deadline = time.monotonic() + budget / 1000.0
     hits = recall(store, query, limit=CANDIDATES, mode=mode, vector_by=deadline)
-    if not any("vector" in h.via for h in hits) and not index.wait_query_vector(query, 0.0):
+    if hits and not any("vector" in h.via for h in hits):
         session.stats["recall_vectors_late"] += 1
     return hits
 

@@ -10,17 +10,26 @@ stands for the group and lists the others. Design: docs/decisions/095-recall-by-
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterable
 
 THRESHOLD = 0.8
 LENGTH_RATIO = 0.6
 READ_CHARS = 1500  # of each original: enough to tell two outputs apart, cheap for 25 candidates
+# A session's recalls meet the same entries again and again; a signature is a few kB, and
+# reading it again was half of what per-turn recall does after its vector half (bench.probes).
+SIGNATURES = 512
 _WORD = re.compile(r"[^\W\d_]{2,}")  # numbers, times, ids and single letters do not count
 
 
 def signature(text: str) -> frozenset[str]:
-    return frozenset(_WORD.findall(text[:READ_CHARS].lower()))
+    return _signature(text[:READ_CHARS])
+
+
+@functools.lru_cache(maxsize=SIGNATURES)
+def _signature(head: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(head.lower()))
 
 
 def similar(a: frozenset[str], b: frozenset[str], len_a: int, len_b: int) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -88,9 +89,9 @@ def recall(
     (``/recall``, a tool call), which reads the fused top candidates again with ``rerank.py``
     unless ``GARDENER_RERANK=off``; the per-turn path leaves it None (see ``rerank.py``).
     ``vector_by`` (a ``time.monotonic()`` deadline, per-turn recall): the query's embedding
-    starts first and full-text search runs meanwhile; a vector not ready by then leaves this
-    recall to full text (decision 090). An internal failure is one log line and no hits
-    (``Store.guard``): recall never stops a turn."""
+    and then the vector search start off this thread and full-text search runs meanwhile; a
+    vector search not done by then leaves this recall to full text (decision 090). An internal
+    failure is one log line and no hits (``Store.guard``): recall never stops a turn."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if limit <= 0 or not query or not query.strip():
@@ -117,16 +118,16 @@ def _recall(
     rankings: dict[str, list[str]] = {}
     excerpt_chunk: dict[str, str] = {}
     similarity: dict[str, float] = {}
-    index = getattr(store, "vectors", None)
-    start = getattr(index, "prefetch", None) if vector_by is not None else None
-    if start is not None and mode == "hybrid":
-        start(query)  # embedding on the other core while full text searches
+    soon = _vector_soon(store, query, n) if vector_by is not None and mode == "hybrid" else None
     if mode in ("hybrid", "fts"):
         rankings["fts"] = [eid for eid, _ in store.fts_search(query, n, wanted)]
-    if mode in ("hybrid", "vector") and _vector_in_time(index, query, vector_by):
-        rankings["vector"], excerpt_chunk, similarity = _vector_ranking(
-            store, query, n, rerank is True
-        )
+    if mode in ("hybrid", "vector"):
+        if vector_by is None:
+            chunks = _vector_search(store, query, n, rerank is True)
+        else:
+            chunks = _in_time(soon, vector_by)
+        if chunks:
+            rankings["vector"], excerpt_chunk, similarity = _ranked(chunks)
 
     candidates = list(dict.fromkeys(eid for ranked in rankings.values() for eid in ranked))
     if not candidates:
@@ -211,22 +212,31 @@ def recall_vectors_only(store: Store, query: str, classes=None, limit: int = 5, 
     return recall(store, query, classes, limit, full, mode="vector")
 
 
-def _vector_in_time(index: Any, query: str, vector_by: float | None) -> bool:
-    """Whether the vector half runs: always without a deadline, else when the query's embedding
-    is ready by it (``VectorIndex.wait_query_vector``; it keeps coming for the next recall)."""
-    if vector_by is None or not hasattr(index, "wait_query_vector"):
-        return True
-    return bool(index.wait_query_vector(query, max(0.0, vector_by - time.monotonic())))
+def _vector_soon(store: Store, query: str, n: int) -> Future | None:
+    """The vector search started off this thread (``VectorIndex.query_soon``): the query's
+    embedding, then the search, on the other core while full text searches on this one."""
+    index = _vector_index(store, explicit=False)
+    if index is None or not hasattr(index, "query_soon"):
+        return None
+    return index.query_soon(query, n * CHUNKS_PER_CANDIDATE, exclude=_excluded(store))
 
 
-def _vector_ranking(
-    store: Store, query: str, n: int, explicit: bool = False
-) -> tuple[list[str], dict[str, str], dict[str, float]]:
-    """Entries in order of their best chunk's similarity, that chunk's id per entry, and its
-    cosine similarity per entry (what ``floor.close`` judges a hit by)."""
+def _in_time(soon: Future | None, vector_by: float) -> list[tuple[str, str, float]]:
+    """The started search's chunks if they come by the deadline; else none, and this recall is
+    full text alone (the query's vector still lands in the cache for the next one)."""
+    if soon is None:
+        return []
+    try:
+        return soon.result(timeout=max(0.0, vector_by - time.monotonic()))
+    except Exception:  # noqa: BLE001 - late, or failed (the index logged why)
+        return []
+
+
+def _vector_index(store: Store, explicit: bool) -> Any:
+    """The store's vector index when a query may use it now, else None."""
     index = getattr(store, "vectors", None)
     if index is None or not index.healthy:
-        return [], {}, {}
+        return None
     worker = getattr(store, "_worker", None)
     if worker is not None and getattr(worker, "alive", False) and not index.ready:
         # The worker is still loading the model or opening chromadb (seconds): a query now
@@ -236,17 +246,37 @@ def _vector_ranking(
         # (a /recall before the first message), and opening it here costs a fraction of a
         # second instead of a first /recall that finds nothing by meaning.
         if not (explicit and _model_loaded() and index.warm()):
-            return [], {}, {}
+            return None
+    return index
+
+
+def _excluded(store: Store) -> list[str]:
     hidden = getattr(store, "hidden_ids", None)
-    exclude = sorted(hidden()) if hidden is not None else []
+    return sorted(hidden()) if hidden is not None else []
+
+
+def _vector_search(
+    store: Store, query: str, n: int, explicit: bool = False
+) -> list[tuple[str, str, float]]:
+    """The chunks nearest the query, waited for: (chunk id, entry id, cosine), best first."""
+    index = _vector_index(store, explicit)
+    if index is None:
+        return []
+    exclude = _excluded(store)
     try:
         if exclude:
-            hits = index.query(query, n * CHUNKS_PER_CANDIDATE, exclude=exclude)
-        else:
-            hits = index.query(query, n * CHUNKS_PER_CANDIDATE)
+            return index.query(query, n * CHUNKS_PER_CANDIDATE, exclude=exclude)
+        return index.query(query, n * CHUNKS_PER_CANDIDATE)
     except Exception as err:  # noqa: BLE001 - the index promises not to raise; never crash recall
         log.warning("gardener: vector query failed (%s); using full-text search only", err)
-        return [], {}, {}
+        return []
+
+
+def _ranked(
+    hits: list[tuple[str, str, float]],
+) -> tuple[list[str], dict[str, str], dict[str, float]]:
+    """Entries in order of their best chunk's similarity, that chunk's id per entry, and its
+    cosine similarity per entry (what ``floor.close`` judges a hit by)."""
     ranked: list[str] = []
     best_chunk: dict[str, str] = {}
     best: dict[str, float] = {}

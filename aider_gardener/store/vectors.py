@@ -284,6 +284,36 @@ class VectorIndex:
             return False
         return True
 
+    def query_soon(self, text: str, k: int, exclude: Sequence[str] = ()) -> Future | None:
+        """``query`` off the caller's thread: the search runs on the query thread as soon as the
+        query's embedding lands (``prefetch``), so per-turn recall waits for the whole vector
+        half, search included, only until its deadline, and never holds a thread of its own
+        while it waits. None when the index is not ``ready``."""
+        text = text[:QUERY_EMBED_CHARS]
+        if not self.prefetch(text):
+            return None
+        result: Future = Future()
+
+        def search(_: Any = None) -> None:
+            try:
+                result.set_result(self.query(text, k, exclude=exclude))
+            except BaseException as err:  # noqa: BLE001 - handed to whoever waits
+                result.set_exception(err)
+
+        with self._query_lock:
+            cached = self._query_cache.get(text)
+            pool = self._query_pool
+        if isinstance(cached, Future) and not cached.done():
+            cached.add_done_callback(search)  # on the thread that embedded it
+            return result
+        try:
+            if pool is None:
+                raise RuntimeError("no query thread")
+            pool.submit(search)
+        except RuntimeError:  # closed meanwhile
+            return None
+        return result
+
     def wait_query_vector(self, text: str, timeout: float) -> bool:
         """Start embedding query ``text`` (``prefetch``) and wait at most ``timeout`` seconds
         for it: True when ``query`` with that text will not embed (the vector is cached). A

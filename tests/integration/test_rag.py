@@ -135,6 +135,35 @@ def test_a_late_query_embedding_leaves_the_request_to_full_text(tmp_path, monkey
         assert session.stats["recall_vectors_late"] == 1
 
 
+def test_a_late_vector_search_leaves_the_request_to_full_text(tmp_path, monkeypatch):
+    """The budget bounds the whole vector half, not only the query's embedding: a vector ready
+    in time whose search is slow (a loaded machine, a big index) is not waited for."""
+    import threading
+    import time
+
+    monkeypatch.setenv(VECTOR_BUDGET_ENV, "50")
+    with _ready_store(tmp_path / "gs") as store:
+        session = SimpleNamespace(stats=Counter())
+        query = "which process holds the lock on frobnicate?"
+        assert store.vectors.wait_query_vector(query, 60.0)  # the embedding is done
+        searched = threading.Event()
+        real = store.vectors.query
+
+        def slow(*args, **kwargs):  # the real search, after a wait longer than the budget
+            time.sleep(0.5)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                searched.set()
+
+        monkeypatch.setattr(store.vectors, "query", slow)
+        hits = _recall_in_time(session, store, query)
+        assert not searched.is_set()  # answered before the search came back
+        assert hits and all(h.via == "fts" for h in hits)
+        assert session.stats["recall_vectors_late"] == 1
+        assert searched.wait(60.0)
+
+
 def test_a_zero_budget_waits_as_long_as_the_embedding_takes(tmp_path, monkeypatch):
     monkeypatch.setenv(VECTOR_BUDGET_ENV, "0")
     with _ready_store(tmp_path / "gs") as store:
