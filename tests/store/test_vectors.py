@@ -353,6 +353,32 @@ def test_an_index_that_is_not_open_yet_is_not_ready_and_prefetches_nothing(tmp_p
         idx.close()
 
 
+def test_a_search_started_soon_finds_what_a_query_finds(index):
+    """``query_soon`` is ``query`` on the query thread (per-turn recall waits for it only until
+    its deadline): the same chunks, whether the query's vector was in flight, cached or new;
+    excluded entries stay out."""
+    _add_docs(index)
+    asked = "which soup needs basil?"
+    expected = index.query(asked, k=3)
+    assert expected[0][1] == "cccc"
+    index._query_cache.clear()
+    soon = index.query_soon(asked, 3)  # the embedding is in flight: searched when it lands
+    assert soon is not None and soon.result(timeout=60) == expected
+    cached = index.query_soon(asked, 3)  # the vector is cached: searched on the pool
+    assert cached is not None and cached.result(timeout=60) == expected
+    left_out = index.query_soon(asked, 3, exclude=["cccc"])
+    assert left_out is not None
+    assert [h[1] for h in left_out.result(timeout=60)] == [h[1] for h in expected if h[1] != "cccc"]
+
+
+def test_a_search_is_not_started_before_the_index_is_ready(tmp_path):
+    idx = open_index(tmp_path / "gs")
+    try:
+        assert idx.query_soon("anything", 3) is None  # full text answers meanwhile
+    finally:
+        idx.close()
+
+
 def test_chromadb_opens_without_the_grpc_tracing_exporter(tmp_path):
     """Issue 15 (a session's RSS): chromadb's OpenTelemetry gRPC exporter (grpc, protobuf:
     ~11 MB) is imported only if tracing really constructs it."""
