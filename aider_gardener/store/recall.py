@@ -118,7 +118,8 @@ def _recall(
     rankings: dict[str, list[str]] = {}
     excerpt_chunk: dict[str, str] = {}
     similarity: dict[str, float] = {}
-    soon = _vector_soon(store, query, n) if vector_by is not None and mode == "hybrid" else None
+    timed = vector_by is not None and mode in ("hybrid", "vector")
+    soon = _vector_soon(store, query, n) if timed else None
     if mode in ("hybrid", "fts"):
         rankings["fts"] = [eid for eid, _ in store.fts_search(query, n, wanted)]
     if mode in ("hybrid", "vector"):

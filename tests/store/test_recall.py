@@ -99,6 +99,19 @@ def test_identifiers_paths_and_error_strings(loaded, query, want):
     assert top(hits) == ids[want], [(h.entry_id, h.via) for h in hits]
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_a_deadline_that_leaves_time_finds_what_waiting_finds(loaded, mode):
+    """Per-turn recall's deadline (``vector_by``) bounds the vector half; given time, it finds
+    the same by meaning as a recall that waits, in either mode that has vectors."""
+    import time
+
+    store, ids = loaded
+    query = "how are docker builds shipped?"
+    timed = recall(store, query, mode=mode, vector_by=time.monotonic() + 60.0)
+    assert top(timed) == ids["note"] == top(recall(store, query, mode=mode))
+    assert "vector" in timed[0].via
+
+
 def test_a_paraphrase_is_found_by_vectors_only(loaded):
     store, ids = loaded
     query = "how are docker builds shipped?"  # no word in common with the note
