@@ -195,6 +195,10 @@ class EmbeddingWorker:
         self._notes_lock = threading.Lock()
         self._watching: tuple[float, int] | None = None  # announced queue: (start, indexed then)
         self.model_state = "idle"  # idle, loading, ready, failed
+        # A catch-up that kept none of the states it encoded (the store would not take them, or
+        # encoding failed) is not tried again until new chunks are indexed: the idle loop would
+        # otherwise encode the same window every IDLE_POLL for nothing.
+        self._states_stuck = False
 
     # --- control --------------------------------------------------------------------------------
 
@@ -273,6 +277,7 @@ class EmbeddingWorker:
                 if ok:
                     self.store.mark_chunks(ok, INDEXED)
                     self.embedded += len(ok)
+                    self._states_stuck = False
                     done_ids = set(ok)
                     leading = [
                         r
@@ -290,22 +295,25 @@ class EmbeddingWorker:
 
     def catch_up_states(self) -> int:
         """Token states for one window of indexed chunks that have none (``token_states``),
-        newest first; returns how many were kept, 0 when none are missing, the table is full
-        or the model does not rerank."""
+        newest first; returns how many were kept, 0 when none are missing, the table is full,
+        the model does not rerank or the last catch-up kept nothing (``_states_stuck``)."""
         if not reranking.available() or not hasattr(self.store, "chunks_without_states"):
             return 0
         if token_states.full(self.store):
             return 0
         with self._batch_lock:
+            if self._states_stuck:  # read under the lock: another thread may have just set it
+                return 0
             rows = self.store.chunks_without_states(self.window)
             kept = 0
             for start in range(0, len(rows), self.batch_size):
                 try:
                     kept += self._keep_states(rows[start : start + self.batch_size])
                 except _Stopped:
-                    break
+                    return kept  # stopped, not stuck
                 if self._stop.is_set():
                     break
+            self._states_stuck = bool(rows) and kept == 0
             return kept
 
     def _keep_states(self, rows: Sequence[tuple[str, str, str]]) -> int:

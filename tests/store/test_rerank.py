@@ -252,3 +252,28 @@ def test_the_worker_keeps_states_and_recall_reads_them(model, tmp_path, monkeypa
     store.drain()  # nothing pending: the worker catches up on the states
     assert count("SELECT count(*) FROM token_states") == indexed
     store.close()
+
+
+def test_a_catch_up_that_kept_nothing_waits_for_new_chunks(model, tmp_path, monkeypatch):
+    """When the store will not take the states (locked, full disk), the idle worker must not
+    encode the same window every poll: it tries again once new chunks are indexed."""
+    store = Store(tmp_path / "gs")
+    store.ingest("We moved the nightly import to a queue worker.", Source(role="assistant"))
+    store.drain()
+    worker = store._worker
+    assert worker is not None
+    encoded = []
+    real_states = rr.doc_states
+    monkeypatch.setattr(rr, "doc_states", lambda t: encoded.append(len(t)) or real_states(t))
+    monkeypatch.setattr(token_states, "save", lambda s, rows: False)
+    store.write(lambda c: c.execute("DELETE FROM token_states"))
+    # whichever catches up first, the worker's idle loop or this call, encodes the chunk once
+    assert worker.catch_up_states() == 0 and encoded == [1]
+    assert worker.catch_up_states() == 0 and encoded == [1]  # not encoded again for nothing
+    monkeypatch.undo()
+    store.ingest("The queue worker retries a failed batch three times.", Source(role="user"))
+    store.drain()  # indexed something new: the catch-up runs again and keeps both
+    count = store.read(lambda c: c.execute("SELECT count(*) FROM token_states").fetchone()[0])
+    sql = "SELECT count(*) FROM chunks WHERE embedded = 1 AND n <= 0"
+    assert count == store.read(lambda c: c.execute(sql).fetchone()[0]) == 2
+    store.close()
