@@ -8,8 +8,8 @@ gardener stores it (prompts, replies, command output with its command), embeddin
 probe hits at k when the target (or an exact copy of it) is among the first k hits of:
 
 ``fts`` (full text alone), ``turn`` (per-turn recall as a session runs it: full text while the
-query's vector is computed, the vector half only if it comes within the 30 ms budget;
-``integration/rag.py``),
+query is embedded and searched, the vector half only if done by ``rag.vector_deadline``, so the
+whole stays within the 30 ms budget; ``integration/rag.py``),
 ``hybrid`` (``recall``, no rerank, waiting for the vector) and ``recall`` (what ``/recall``
 runs: hybrid, then the reranker).
 
