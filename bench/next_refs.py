@@ -61,10 +61,16 @@ def _in_output(tok: str, output: str) -> str | None:
 
 
 def kept(ref: str, seen: str) -> bool:
-    """``ref`` is named by ``seen``: whole, or as a tree's directory line and a name under it."""
+    """``ref`` is named by ``seen``: whole, or as a tree's directory line and a name under it
+    (after its git status letters, ``  M core.sh``, or in a list of names, ``dir/: a, b``)."""
     if ref in seen:
         return True
     cut = ref.rfind("/")
     if cut <= 0:
         return False
-    return ref[: cut + 1] in seen and f"\n  {ref[cut + 1:]}" in seen
+    folder, name = re.escape(ref[: cut + 1]), re.escape(ref[cut + 1 :])
+    tree = rf"(?m)^  (?:[MADRCTU?!+]{{1,3}} )?{name}(?:\s|$)"
+    listed = rf"(?m)^  {folder}: (?:.*, )?{name}(?:,|$)"
+    if ref[: cut + 1] in seen and re.search(tree, seen):
+        return True
+    return re.search(listed, seen) is not None

@@ -76,6 +76,7 @@ CHECKPOINT_DIRNAME = "checkpoints"
 REPLACE_MIN_TOKENS = 1024  # Aider's --gardener-max-output default
 REPLACE_MAX_RATIO = 0.5
 NOTE_MIN_TOKENS = 1000
+UNFOLD_MARGIN = 24  # tokens kept free when names are given back: the closing line, drift
 MAX_OUTPUT_ENV = "GARDENER_HOOK_MAX_OUTPUT"
 # Tools whose output the model reads rather than edits from: their results may be replaced.
 REPLACEABLE = frozenset(
@@ -118,6 +119,9 @@ VERSION_SCAN = 64 << 10
 _VERSION = re.compile(rb'"version":\s*"(\d+)\.(\d+)\.(\d+)')
 # A failed command's result: "Exit code N" (PostToolUseFailure's ``error``), "Error: Exit code N"
 # (the transcript's ``toolUseResult``), then what it printed.
+# Claude Code's own words for an output it cut and saved (2.1.x), when they reach a hook as text
+_SAVED_TO = re.compile(r"\A\s*<persisted-output>\s*\n[^\n]*\bFull output saved to: ([^\n]+)")
+SAVED_SCAN = 4096
 _EXIT_CODE = re.compile(r"\A(?:Error: )?Exit code (\d+)\b[^\n]*\n?")
 # Tools whose failure is what a command or a server printed (stored as their output is); other
 # tools fail with Claude Code's own words about the call (no such file, too large, no match).
@@ -140,6 +144,7 @@ class ToolOutput:
     path: str | None = None
     tool: str | None = None
     exit_code: int | None = None
+    saved: str | None = None  # where Claude Code saved the whole output (it cut what it shows)
 
 
 def _blocks_text(value: Any) -> str | None:
@@ -222,7 +227,7 @@ def tool_output(
         return None
     args = tool_input if isinstance(tool_input, dict) else {}
     resp = tool_response
-    command = path = None
+    command = path = saved = None
     code = None
     text: str | None
     if isinstance(resp, str):
@@ -233,7 +238,9 @@ def tool_output(
             text = resp[m.end() :]  # the same output stored by a success or a failure
     elif name in ("Bash", "PowerShell", "BashOutput") and isinstance(resp, dict):
         out, err = str(resp.get("stdout") or ""), str(resp.get("stderr") or "")
-        out = _persisted(resp.get("persistedOutputPath"), tool_results) or out
+        saved = resp.get("persistedOutputPath")
+        saved = saved if isinstance(saved, str) else None
+        out = _persisted(saved, tool_results) or out
         text = out + ("\n" if out and err else "") + err
         if isinstance(resp.get("exitCode"), int):
             code = resp["exitCode"]
@@ -269,7 +276,10 @@ def tool_output(
         command = name
     if not text or not text.strip():
         return None
-    return ToolOutput(text, command, path, None if name in ("Bash", "PowerShell") else name, code)
+    if saved is None and (m := _SAVED_TO.search(text[:SAVED_SCAN])):
+        saved = m.group(1).strip()
+    tool = None if name in ("Bash", "PowerShell") else name
+    return ToolOutput(text, command, path, tool, code, saved or None)
 
 
 def replacement(tool_name: str, tool_response: Any, text: str) -> Any:
@@ -581,6 +591,8 @@ def _summary_head(entry: Any, out: ToolOutput, kind: str | None, failed: bool = 
     else:
         done = "failed command's output as Claude Code passed it" if failed else "output"
         what = f"summary of this {full:,}-token {done}; the whole: {whole}"
+        if out.saved:  # the model's own way back to it, which the replaced result no longer says
+            what += f" (Claude Code saved it too: {out.saved})"
     return (
         f"{handle_line(eid)} aider-gardener {what}; search stored outputs:"
         f" {GARDENER_TOOL}recall"
@@ -617,9 +629,12 @@ def _fitted_summary(
             return tree
     if body == entry.original and not over:
         return None
+    head = _summary_head(entry, out, kind)
+    if rank is None:
+        body = _unfolded(body, out.text, head, full, limit, over, entry.id)
     fitted = fit.fit(
         redact(body),
-        _summary_head(entry, out, kind),
+        head,
         fit.summary_tokens(),
         fit.room(limit),
         wanted=lambda: fit.fact_keys(_facts(out.text)),
@@ -629,6 +644,34 @@ def _fitted_summary(
     if fitted.tokens > REPLACE_MAX_RATIO * full and not over:
         return None
     return fitted.text
+
+
+def _unfolded(
+    body: str, original: str, head: str, full: int, limit: int | None, over: bool, eid: str
+) -> str:
+    """``body`` with the names its templates folded given back (``compress/unfold.py``), in
+    the room left under the summary budget and, unless the output is over Claude Code's limit
+    anyway, under half the output: what is replaced still saves at least half."""
+    from ..compress import unfold
+    from ..tokens import count_tokens
+    from . import fit
+
+    def count(text: str) -> int:
+        return count_tokens(text, fit.MODEL)
+
+    cap = fit.summary_tokens() if over else min(fit.summary_tokens(), int(REPLACE_MAX_RATIO * full))
+    room = cap - count(head) - count(body) - UNFOLD_MARGIN
+    try:
+        more = unfold.unfold(
+            body, original, room, count, f' (all: {GARDENER_TOOL}expand {{"id": "{eid}"}})'
+        )
+    except Exception:  # the summary as it was is still a good replacement
+        log.exception("gardener: giving folded names back failed; the summary stays folded")
+        return body
+    chars = fit.room(limit)
+    if chars is not None and fit.js_length(f"{head}\n{more}") > chars:
+        return body
+    return more
 
 
 def _path_tree(out: ToolOutput, entry: Any, head: str, limit: int | None, over: bool) -> Any:

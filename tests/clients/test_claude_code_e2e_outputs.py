@@ -59,6 +59,8 @@ NPM_DEBUG = TOOL_OUTPUTS_MORE / "npm_debug_publish_E403_node_stack__mineral-load
 BUILD_LOG = TOOL_OUTPUTS_MORE / "docker_buildkit__paladin.log"
 HADOOP_CMD = "cat hadoop.log"
 FAIL_CMD = "cat npm-debug.log; exit 1"
+UNZIP_CMD = "cat unzip.log"
+UNZIP_FILES = [f"magisk_work/assets/part{i % 9}/file_{i:03d}.sh" for i in range(700)]
 HEAD = re.compile(r"\A\[full output stored: id=([a-z2-7]{10})\] ")
 
 ERRORS = [
@@ -204,6 +206,8 @@ def outputs(claude_cli, tmp_path_factory) -> Outputs:  # noqa: F811
     (repo / "hadoop.log").write_text(log, encoding="utf-8")
     (repo / "npm-debug.log").write_text(npm, encoding="utf-8")
     (repo / "build.log").write_text(build, encoding="utf-8")
+    unzip = "Archive:  magisk.apk\n" + "".join(f"  inflating: {f}  \n" for f in UNZIP_FILES)
+    (repo / "unzip.log").write_text(unzip, encoding="utf-8")
     tools: dict[str, str] = {}
 
     def first_line(body: dict) -> str:
@@ -239,6 +243,7 @@ def outputs(claude_cli, tmp_path_factory) -> Outputs:  # noqa: F811
         lambda body, api: [
             tool_use(tools["recall"], {"query": "cannot publish over the previously published"})
         ],
+        [tool_use("Bash", {"command": UNZIP_CMD, "description": "what was unpacked"})],
         [text("Done.")],
     ]
     allowed = ["--allowedTools", "Bash", "Read", "ToolSearch", *plugin_mcp_servers(plugin)]
@@ -294,7 +299,7 @@ def test_the_first_lines_tools_expand_the_log_and_find_the_failure(outputs):
     offers, expand of its id returns the log, recall finds the failed command's output."""
     o = outputs
     assert o.tools.get("id") == o.entry(HADOOP_CMD)["id"], o.tools
-    *_, after_expand, after_recall = o.api.main_requests
+    *_, after_expand, after_recall, _ = o.api.main_requests  # the last: after the unzip listing
     expanded = strings_in(result_text(tool_results(after_expand.body)[-1]))
     assert o.log.splitlines()[0] in expanded
     recalled = strings_in(result_text(tool_results(after_recall.body)[-1]))
@@ -311,6 +316,26 @@ def test_a_failing_command_is_stored_and_shown_compressed(outputs):
     assert context.startswith(f"[full output stored: id={entry['id']}] "), context[:300]
     assert count_tokens(context) <= count_tokens(o.npm) / 2
     assert critical.missing(o.npm, context) == {}  # E403 and its frames, compressed
+
+
+def test_names_the_summary_folded_reach_the_model_by_folder(outputs):
+    """700 ``inflating:`` lines (35 KB, over Bash's limit, so Claude Code saves them to a file):
+    the log summary folds them to one template; the model gets the names back by folder as far
+    as the budget holds, the count of the rest, and the file Claude Code saved them to."""
+    _, tr = _request_after(outputs, UNZIP_CMD)
+    seen = result_text(tr)
+    first = seen.split("\n", 1)[0]
+    assert HEAD.match(first), first[:200]
+    assert fit.js_length(seen) <= fit.room(fit.BASH_LIMIT)
+    assert count_tokens(seen) <= fit.SUMMARY_TOKENS
+    shown = [f for f in UNZIP_FILES if f.rsplit("/", 1)[1] in seen]
+    assert len(shown) >= 100, seen[:1500]
+    assert "  magisk_work/assets/part0/: file_000.sh, file_009.sh" in seen
+    more = re.search(r"^  … ([\d,]+) more \(all: ", seen, re.M)
+    assert more and int(more.group(1).replace(",", "")) == len(UNZIP_FILES) - len(shown)
+    saved = re.search(r"\(Claude Code saved it too: ([^)]+)\)", first)
+    assert saved, first
+    assert f"inflating: {UNZIP_FILES[-1]}" in Path(saved.group(1)).read_text()
 
 
 def test_a_big_read_of_a_log_is_replaced(outputs):

@@ -1599,6 +1599,87 @@ def test_a_lowered_bash_limit_shrinks_the_replacement(repo, tmp_path):
     assert seen.startswith(f"[full output stored: id={entry_id(log)}] ")
 
 
+def run_payload(session: str, repo: Path, tmp_path: Path, command: str, stdout: str, **resp):
+    """A PostToolUse payload of a Bash call, as Claude Code 2.1.332 sends it."""
+    return {
+        "session_id": session,
+        "transcript_path": current_cli_transcript(tmp_path),
+        "cwd": str(repo),
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_response": {"stdout": stdout, "stderr": "", **resp},
+    }
+
+
+def test_names_folded_in_a_summary_come_back_within_the_budget(repo, tmp_path):
+    """``unzip`` of 700 files: the log summary folds them to ``[×700] inflating: <*>``, where
+    the agent's next command needs one of them. The replacement names as many as the summary
+    budget holds, by folder, and how to get the rest; it still saves more than half. The path
+    Claude Code saved the whole output to (outside this session's folder: not read) is named in
+    the first line, since the replaced result no longer says it."""
+    files = [f"magisk_work/assets/part{i % 9}/file_{i:03d}.sh" for i in range(700)]
+    out = "Archive:  magisk.apk\n" + "".join(f"  inflating: {f}  \n" for f in files) + "done"
+    saved = str(tmp_path / "elsewhere" / "tool-results" / "b1.txt")
+    payload = run_payload(
+        "u1", repo, tmp_path, "unzip -o magisk.apk -d magisk_work", out, persistedOutputPath=saved
+    )
+    seen = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
+    first = seen.split("\n", 1)[0]
+    assert first.startswith(f"[full output stored: id={entry_id(out)}] ")
+    assert f"(Claude Code saved it too: {saved})" in first
+    shown = [f for f in files if f.rsplit("/", 1)[1] in seen]
+    assert len(shown) >= 100  # the summary alone named none of them
+    assert "  magisk_work/assets/part0/: file_000.sh, file_009.sh, file_018.sh" in seen
+    more = re.search(r"^  … ([\d,]+) more \(all: (\S+)expand", seen, re.M)
+    assert more and int(more.group(1).replace(",", "")) == 700 - len(shown)
+    assert more.group(2) == claude_hooks.GARDENER_TOOL
+    assert count_tokens(seen) <= min(fit_mod.SUMMARY_TOKENS, count_tokens(out) / 2)
+
+
+def test_a_failure_giving_names_back_leaves_the_folded_summary(repo, tmp_path, monkeypatch):
+    from aider_gardener.compress import unfold
+
+    def broken(*args, **kwargs):
+        raise RecursionError("a template nobody foresaw")
+
+    monkeypatch.setattr(unfold, "unfold", broken)
+    out = "Archive:  a.apk\n" + "".join(
+        f"  inflating: w/p{i % 5}/f_{i:03d}.sh  \n" for i in range(700)
+    )
+    payload = run_payload("u3", repo, tmp_path, "unzip a.apk", out)
+    seen = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
+    assert seen.startswith(f"[full output stored: id={entry_id(out)}] ")
+    assert "[×700]   inflating: w/p<n>/f_<n>.sh" in seen and "f_001.sh" not in seen
+
+
+def test_rows_a_small_summary_folded_come_back_whole(repo, tmp_path):
+    """A failed Odoo install (its bad query clipped in the summary) whose 12 failing rows the
+    log summary folds into one template: the budget holds them all, so the replacement shows
+    them as printed."""
+    rows = [
+        f"('search_leads', 'access_rule_{i:02d}_user', 'ir.model.access', {2204 + i}, False)"
+        for i in range(12)
+    ]
+    query = ", ".join(f"('search_leads','access_rule_{i:02d}_user',{2204 + i})" for i in range(80))
+    log = "\n".join(
+        [
+            "2026-05-05 23:09:16,886 1214 INFO odoo18 odoo.modules.loading: Loading module"
+            " search_leads (227/227)",
+            f'2026-05-05 23:09:20,504 1214 ERROR odoo18 odoo.sql_db: bad query: b"INSERT INTO'
+            f' ir_model_data VALUES {query}"',
+            "ERROR: ON CONFLICT DO UPDATE command cannot affect row a second time",
+            "2026-05-05 23:09:20,504 1214 ERROR odoo18 odoo.addons.base.models.ir_model: Failed"
+            " to insert ir_model_data",
+            *rows,
+        ]
+    )
+    payload = run_payload("u2", repo, tmp_path, "odoo -i search_leads", log)
+    seen = handle("PostToolUse", payload)["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
+    assert "[×" not in seen and "saved it too" not in seen
+    assert all(row in seen.split("\n") for row in rows)
+    assert count_tokens(seen) <= count_tokens(log) / 2
+
+
 def test_mcp_limit_follows_max_mcp_output_tokens(monkeypatch):
     assert fit_mod.char_limit("mcp__x__y") == 50_000
     monkeypatch.setenv("MAX_MCP_OUTPUT_TOKENS", "5000")

@@ -1,0 +1,247 @@
+"""Names a log summary folded into a template line, given back where a budget has room.
+
+The log compressor folds alike lines into one ``[×N] template`` line, and ``<*>`` stands for
+the token that differed: the module being loaded, the file unzipped, the key of a failed row.
+That is right for the compressor's own 10 % target, but a client with a fixed summary budget
+(Claude Code's hook: 2,000 tokens) often has room left, and the next tool call uses exactly
+those names (decision 021, issue 22 point 3: never fold names the budget could show). So the
+template's lines are found again in the original and, while the room lasts, come back whole;
+when they do not fit, the template stays and its names follow it, grouped by directory when
+they are paths, then how many more there are. Numbers, times and addresses stay folded: they
+are what tells the lines apart, not what anyone looks for next. A ``… N lines omitted …`` gap
+between two lines found in the original comes back whole too, the cheapest first.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from .base import clip_line
+
+_FOLDED = re.compile(r"\A\[×([\d,]+)\] (.*)\Z")
+_GAP = re.compile(r"\A… ([\d,]+) lines omitted …\Z")
+_PLACEHOLDER = re.compile(r"<(?:\*|n|ts|time|date|ip|hex|uuid|dur)>")
+_NAME_SLOTS = ("<*>", "<uuid>")
+_SLOT_RE = {
+    "<*>": r"\S+",
+    "<n>": r"\d+(?:[.,]\d+)*",
+    "<uuid>": r"[0-9a-fA-F-]{36}",
+}
+# what a token holds besides its numbers for it to be a name: a path, a file, a word with a
+# separator (``file_<n>.so``, ``test_<n>``), not a unit (``<n>ms``) or a ratio (``(<n>/236)``)
+_NAMED_NUMBERS = re.compile(r"[A-Za-z].*[/\\._-]|[/\\._-].*[A-Za-z]|[A-Za-z]{3}")
+_OTHER_SLOT = r".+?"  # a timestamp, time, date, address, hex or duration
+_STRIP = "'\"`,;:()[]{}<>"
+_NAMEY = re.compile(r"[A-Za-z0-9_]")
+MAX_LINES = 200_000  # of the original scanned; a bigger output keeps its templates
+MAX_TEMPLATES = 40
+MAX_LINE_CHARS = 2_000
+MAX_TRIED = 30_000  # lines tried against templates in all: a bound on the time a huge log takes
+MIN_LITERAL = 3  # characters of a template's longest fixed part, to find its lines by
+CHARS_PER_TOKEN_MAX = 8  # few tokens hold more characters than this (long words, runs of spaces)
+MIN_SHARE = 24  # tokens a template's names get at least, when there is room for any
+WHOLE_MAX = 24  # lines a fold or a gap may come back as
+
+
+@dataclass
+class _Fold:
+    at: int  # the summary line
+    count: int
+    matched: int  # lines of the original that fit the template
+    lines: list[str]  # those lines, distinct, in order
+    names: list[str]  # the distinct names in its name slots, in order
+
+
+def unfold(
+    summary: str, original: str, room: int, count: Callable[[str], int], id_hint: str = ""
+) -> str:
+    """``summary`` with its folded names back within ``room`` tokens more (``count`` counts a
+    text's tokens); unchanged when nothing folds names or there is no room. ``id_hint``: how
+    the reader gets the whole output, said after a cut list of names."""
+    if room <= 0 or "[×" not in summary and " lines omitted …" not in summary:
+        return summary
+    rows = summary.split("\n")
+    lines = original.split("\n", MAX_LINES)
+    if len(lines) > MAX_LINES:
+        return summary
+    folds = _folds(rows, original)
+    gaps = _gaps(rows, lines)
+    if not folds and not gaps:
+        return summary
+    whole: dict[int, list[str]] = {}
+    # a few lines come back whole, the cheapest first (each costs its lines less the row it
+    # replaces); more than that are shown as their names, which cost a fraction of the lines
+    candidates = [f for f in folds if f.matched >= f.count and len(f.lines) <= WHOLE_MAX]
+    for f in sorted(candidates + gaps, key=lambda f: (len(f.lines), f.at)):
+        if sum(map(len, f.lines)) > CHARS_PER_TOKEN_MAX * (room + len(rows[f.at])):
+            continue  # cannot fit: counting its tokens would cost more than the answer
+        cost = sum(count(x) + 1 for x in f.lines) - count(rows[f.at])
+        if cost <= room:
+            whole[f.at] = f.lines
+            room -= cost
+    named: dict[int, list[str]] = {}
+    # the fewest names first, so what a short list leaves of its share goes to the longer ones
+    rest = sorted((f for f in folds if f.at not in whole), key=lambda f: (len(f.names), f.at))
+    for k, f in enumerate(rest):
+        share = room // (len(rest) - k)
+        if share < MIN_SHARE:
+            break
+        listed = _names(f, share, count, id_hint)
+        room -= sum(count(x) + 1 for x in listed)
+        named[f.at] = listed
+    out: list[str] = []
+    for i, row in enumerate(rows):
+        if i in whole:
+            out.extend(whole[i])
+            continue
+        out.append(row)
+        out.extend(named.get(i, ()))
+    return "\n".join(out)
+
+
+def _gaps(rows: list[str], lines: list[str]) -> list[_Fold]:
+    """The summary's ``… N lines omitted …`` rows between two rows that are lines of the
+    original, N lines apart, as folds of those N lines."""
+    if not any(_GAP.match(row) for row in rows):
+        return []
+    where: dict[str, list[int]] = {}
+    for j, line in enumerate(lines):
+        where.setdefault(line.rstrip(), []).append(j)
+    at: dict[int, int] = {}  # summary row -> its line in the original, in order
+    pos = 0
+    for i, row in enumerate(rows):
+        found = where.get(row.rstrip())
+        if not found or _GAP.match(row) or _FOLDED.match(row):
+            continue
+        k = bisect.bisect_left(found, pos)
+        if k < len(found):
+            at[i] = pos = found[k]
+            pos += 1
+    out = []
+    for i, row in enumerate(rows):
+        m = _GAP.match(row)
+        if m is None or i - 1 not in at or i + 1 not in at:
+            continue
+        a, b = at[i - 1], at[i + 1]
+        n = int(m.group(1).replace(",", ""))
+        if b - a - 1 == n:
+            gone = [clip_line(x.rstrip()) for x in lines[a + 1 : b]]
+            out.append(_Fold(i, n, n, gone, []))
+    return out
+
+
+def _folds(rows: list[str], original: str) -> list[_Fold]:
+    """The summary's template lines with a name slot, and what they stand for."""
+    found: list[tuple[int, int, re.Pattern, str]] = []
+    for i, row in enumerate(rows):
+        m = _FOLDED.match(row)
+        if m is None or "…" in m.group(2) or "[facts:" in m.group(2):
+            continue
+        pattern = _pattern(m.group(2))
+        literal = max(re.split(r"<[a-z*]+>|\s+", m.group(2)), key=len)
+        if pattern is None or len(literal) < MIN_LITERAL:
+            continue
+        found.append((i, int(m.group(1).replace(",", "")), pattern, literal))
+        if len(found) >= MAX_TEMPLATES:
+            break
+    folds = []
+    tried = 0
+    for at, n, pattern, literal in found:
+        kept: dict[str, None] = {}
+        names: dict[str, None] = {}
+        matched = 0
+        for line in _lines_with(original, literal):
+            tried += 1
+            if matched >= n or tried > MAX_TRIED:  # all its lines found; or enough work done
+                break
+            # no line longer than a summary shows whole: lazy slots on a megabyte line could
+            # backtrack for minutes
+            m = pattern.fullmatch(line) if len(line) <= MAX_LINE_CHARS else None
+            if m is None:
+                continue
+            matched += 1
+            kept[clip_line(line.rstrip())] = None
+            for value in m.groups():
+                name = value.strip(_STRIP)
+                if _NAMEY.search(name):
+                    names[name] = None
+        if names:
+            folds.append(_Fold(at, n, matched, list(kept), list(names)))
+    return folds
+
+
+def _lines_with(text: str, literal: str) -> Iterator[str]:
+    """The lines of ``text`` that hold ``literal``, found by ``str.find`` (a Python loop over
+    every line of a megabyte log took most of the time)."""
+    pos = 0
+    while (k := text.find(literal, pos)) >= 0:
+        start = text.rfind("\n", 0, k) + 1
+        end = text.find("\n", k)
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        pos = end + 1
+
+
+def _pattern(template: str) -> re.Pattern | None:
+    """A regex of the lines ``template`` stands for, each name slot a group; None when no slot
+    holds a name. A name slot: ``<*>`` (a whole token that differed), or a token that is more
+    than its numbers (``file_<n>.so``: the numbers were all that differed in a path)."""
+    parts, names = [], 0
+    for token in re.split(r"(\s+)", template.strip()):
+        if not token:
+            continue
+        if token.isspace():
+            parts.append(r"\s+")
+            continue
+        pieces = [
+            _SLOT_RE.get(p, _OTHER_SLOT) if _PLACEHOLDER.fullmatch(p) else re.escape(p)
+            for p in re.split(r"(<[a-z*]+>)", token)
+            if p
+        ]
+        literal = _PLACEHOLDER.sub("", token)
+        if token in _NAME_SLOTS:
+            parts.append(f"({pieces[0]})")
+            names += 1
+        elif literal != token and _NAMED_NUMBERS.search(literal):
+            parts.append("(" + "".join(pieces) + ")")
+            names += 1
+        else:
+            parts.append("".join(pieces))
+    if not names:
+        return None
+    return re.compile(r"\s*" + "".join(parts) + r"\s*")
+
+
+def _names(f: _Fold, room: int, count: Callable[[str], int], id_hint: str) -> list[str]:
+    """Lines naming what ``f`` folded, within ``room`` tokens: paths by directory, other names
+    in one list; then how many were left out."""
+    pathy = sum(1 for x in f.names if "/" in x or "\\" in x) >= 0.8 * len(f.names)
+    groups: dict[str, list[str]] = {}
+    for name in f.names:
+        cut = max(name.rfind("/"), name.rfind("\\")) if pathy else -1
+        groups.setdefault(name[: cut + 1], []).append(name[cut + 1 :])
+    out: list[str] = []
+    used, shown = 0, 0
+    for prefix, members in groups.items():
+        label = f"  {prefix}: " if prefix else "  ↳ "
+        row: list[str] = []
+        cost = count(label)
+        for m in members:
+            c = count(m) + 1
+            if used + cost + c > room - 12:
+                break
+            row.append(m)
+            cost += c
+        if row:
+            out.append(label + ", ".join(row))
+            used += cost
+            shown += len(row)
+        if len(row) < len(members):
+            break
+    left = len(f.names) - shown
+    if left:
+        out.append(f"  … {left:,} more{id_hint}")
+    return out if shown else []
