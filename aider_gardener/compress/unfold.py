@@ -44,6 +44,7 @@ MIN_LITERAL = 3  # characters of a template's longest fixed part, to find its li
 CHARS_PER_TOKEN_MAX = 8  # few tokens hold more characters than this (long words, runs of spaces)
 MIN_SHARE = 24  # tokens a template's names get at least, when there is room for any
 WHOLE_MAX = 24  # lines a fold or a gap may come back as
+FOLDERS_MAX = 8  # folders the closing line of a cut list of names names, with their counts
 
 
 @dataclass
@@ -217,31 +218,43 @@ def _pattern(template: str) -> re.Pattern | None:
 
 def _names(f: _Fold, room: int, count: Callable[[str], int], id_hint: str) -> list[str]:
     """Lines naming what ``f`` folded, within ``room`` tokens: paths by directory, other names
-    in one list; then how many were left out."""
+    in one list; then how many were left out, and in which folders (so none goes unnamed)."""
     pathy = sum(1 for x in f.names if "/" in x or "\\" in x) >= 0.8 * len(f.names)
     groups: dict[str, list[str]] = {}
     for name in f.names:
         cut = max(name.rfind("/"), name.rfind("\\")) if pathy else -1
         groups.setdefault(name[: cut + 1], []).append(name[cut + 1 :])
+    # the closing line's room: the count and the id, and the folders left when there are several
+    reserve = count(id_hint) + 12 + (min(FOLDERS_MAX, len(groups)) * 12 if len(groups) > 1 else 0)
     out: list[str] = []
-    used, shown = 0, 0
+    used = 0
+    left: dict[str, int] = {}
     for prefix, members in groups.items():
+        if left:  # a folder before this one did not fit whole
+            left[prefix] = len(members)
+            continue
         label = f"  {prefix}: " if prefix else "  ↳ "
         row: list[str] = []
         cost = count(label)
         for m in members:
             c = count(m) + 1
-            if used + cost + c > room - 12:
+            if used + cost + c > room - reserve:
                 break
             row.append(m)
             cost += c
         if row:
             out.append(label + ", ".join(row))
             used += cost
-            shown += len(row)
         if len(row) < len(members):
-            break
-    left = len(f.names) - shown
+            left[prefix] = len(members) - len(row)
+    if not out:
+        return []
     if left:
-        out.append(f"  … {left:,} more{id_hint}")
-    return out if shown else []
+        more = f"  … {sum(left.values()):,} more"
+        if len(groups) > 1:
+            where = [f"{p} {n:,}" for p, n in list(left.items())[:FOLDERS_MAX]]
+            if len(left) > FOLDERS_MAX:
+                where.append(f"{len(left) - FOLDERS_MAX:,} more folders")
+            more += f" ({'; '.join(where)})"
+        out.append(more + id_hint)
+    return out

@@ -331,8 +331,9 @@ def test_names_the_summary_folded_reach_the_model_by_folder(outputs):
     shown = [f for f in UNZIP_FILES if f.rsplit("/", 1)[1] in seen]
     assert len(shown) >= 100, seen[:1500]
     assert "  magisk_work/assets/part0/: file_000.sh, file_009.sh" in seen
-    more = re.search(r"^  … ([\d,]+) more \(all: ", seen, re.M)
+    more = re.search(r"^  … ([\d,]+) more \(([^)]*)\) \(all: ", seen, re.M)
     assert more and int(more.group(1).replace(",", "")) == len(UNZIP_FILES) - len(shown)
+    assert all(f"magisk_work/assets/part{d}/" in seen for d in range(9))  # every folder named
     saved = re.search(r"\(Claude Code saved it too: ([^)]+)\)", first)
     assert saved, first
     assert f"inflating: {UNZIP_FILES[-1]}" in Path(saved.group(1)).read_text()

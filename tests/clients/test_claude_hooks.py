@@ -1630,9 +1630,10 @@ def test_names_folded_in_a_summary_come_back_within_the_budget(repo, tmp_path):
     shown = [f for f in files if f.rsplit("/", 1)[1] in seen]
     assert len(shown) >= 100  # the summary alone named none of them
     assert "  magisk_work/assets/part0/: file_000.sh, file_009.sh, file_018.sh" in seen
-    more = re.search(r"^  … ([\d,]+) more \(all: (\S+)expand", seen, re.M)
+    more = re.search(r"^  … ([\d,]+) more \(([^)]*)\) \(all: (\S+)expand", seen, re.M)
     assert more and int(more.group(1).replace(",", "")) == 700 - len(shown)
-    assert more.group(2) == claude_hooks.GARDENER_TOOL
+    assert more.group(3) == claude_hooks.GARDENER_TOOL
+    assert "magisk_work/assets/part8/ " in more.group(2)  # the last folder, named with its count
     assert count_tokens(seen) <= min(fit_mod.SUMMARY_TOKENS, count_tokens(out) / 2)
 
 

@@ -85,7 +85,10 @@ def test_names_that_do_not_fit_are_listed_by_folder_with_the_rest_counted():
     assert len(shown) >= 20
     assert "  work/assets/dir0/: file_000.so, file_007.so" in more
     left = next(x for x in more.split("\n") if x.startswith("  … "))
-    assert left == f"  … {400 - len(shown):,} more (all: expand x)"
+    assert left.startswith(f"  … {400 - len(shown):,} more (") and left.endswith(" (all: expand x)")
+    # every folder is named, those whose names did not all fit with how many are left
+    assert all(f"work/assets/dir{d}/" in more for d in range(7))
+    assert "; work/assets/dir6/ 57)" in left
 
 
 def test_no_room_or_no_names_leaves_the_summary_as_it_is():
