@@ -1,15 +1,9 @@
-"""Names a log summary folded into a template line, given back where a budget has room.
+"""Names a log summary folded into a template, given back where a budget has room.
 
-The log compressor folds alike lines into one ``[×N] template`` line, and ``<*>`` stands for
-the token that differed: the module being loaded, the file unzipped, the key of a failed row.
-That is right for the compressor's own 10 % target, but a client with a fixed summary budget
-(Claude Code's hook: 2,000 tokens) often has room left, and the next tool call uses exactly
-those names (decision 021, issue 22 point 3: never fold names the budget could show). So the
-template's lines are found again in the original and, while the room lasts, come back whole;
-when they do not fit, the template stays and its names follow it, grouped by directory when
-they are paths, then how many more there are. Numbers, times and addresses stay folded: they
-are what tells the lines apart, not what anyone looks for next. A ``… N lines omitted …`` gap
-between two lines found in the original comes back whole too, the cheapest first.
+The log compressor folds alike lines to its own 10 % target (``[×533] inflating: <*>``), but a
+client with a fixed summary budget (Claude Code's hook: 2,000 tokens) often has room left, and
+the next tool call uses exactly the names ``<*>`` hid. A few lines come back whole, more as
+their names by folder; numbers and times stay folded (decision 022).
 """
 
 from __future__ import annotations
