@@ -3,7 +3,8 @@
 The log compressor folds alike lines to its own 10 % target (``[×533] inflating: <*>``), but a
 client with a fixed summary budget (Claude Code's hook: 2,000 tokens) often has room left, and
 the next tool call uses exactly the names ``<*>`` hid. A few lines come back whole, more as
-their names by folder; numbers and times stay folded (decision 022).
+their names by folder, then lines it dropped unmarked; numbers and times stay folded (decision
+022).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .base import clip_line
 
 _FOLDED = re.compile(r"\A\[×([\d,]+)\] (.*)\Z")
 _GAP = re.compile(r"\A… ([\d,]+) lines omitted …\Z")
+_CLIPPED = re.compile(r"\A(.+) …\[\+[\d,]+ chars\]… (.+)\Z")  # ``base.clip_line``'s cut
 _PLACEHOLDER = re.compile(r"<(?:\*|n|ts|time|date|ip|hex|uuid|dur)>")
 _NAME_SLOTS = ("<*>", "<uuid>")
 _SLOT_RE = {
@@ -38,6 +40,8 @@ MIN_LITERAL = 3  # characters of a template's longest fixed part, to find its li
 CHARS_PER_TOKEN_MAX = 8  # few tokens hold more characters than this (long words, runs of spaces)
 MIN_SHARE = 24  # tokens a template's names get at least, when there is room for any
 WHOLE_MAX = 24  # lines a fold or a gap may come back as
+SILENT_MAX_LINES = 5_000  # outputs whose silently dropped lines are looked for
+CLIPPED_SCAN = 2_000
 FOLDERS_MAX = 8  # folders the closing line of a cut list of names names, with their counts
 
 
@@ -56,15 +60,15 @@ def unfold(
     """``summary`` with its folded names back within ``room`` tokens more (``count`` counts a
     text's tokens); unchanged when nothing folds names or there is no room. ``id_hint``: how
     the reader gets the whole output, said after a cut list of names."""
-    if room <= 0 or "[×" not in summary and " lines omitted …" not in summary:
+    if room <= 0:
         return summary
     rows = summary.split("\n")
     lines = original.split("\n", MAX_LINES)
     if len(lines) > MAX_LINES:
         return summary
     folds = _folds(rows, original)
-    gaps = _gaps(rows, lines)
-    if not folds and not gaps:
+    gaps, silent = _gaps(rows, lines)
+    if not folds and not gaps and not silent:
         return summary
     whole: dict[int, list[str]] = {}
     # a few lines come back whole, the cheapest first (each costs its lines less the row it
@@ -87,6 +91,13 @@ def unfold(
         listed = _names(f, share, count, id_hint)
         room -= sum(count(x) + 1 for x in listed)
         named[f.at] = listed
+    # last, what the summary left out without a word, where the room still allows
+    after: dict[int, list[str]] = {}
+    for f in sorted(silent, key=lambda f: (len(f.lines), f.at)):
+        cost = sum(count(x) + 1 for x in f.lines)
+        if cost <= room:
+            after[f.at] = f.lines
+            room -= cost
     out: list[str] = []
     for i, row in enumerate(rows):
         if i in whole:
@@ -94,38 +105,63 @@ def unfold(
             continue
         out.append(row)
         out.extend(named.get(i, ()))
+        out.extend(after.get(i, ()))
     return "\n".join(out)
 
 
-def _gaps(rows: list[str], lines: list[str]) -> list[_Fold]:
-    """The summary's ``… N lines omitted …`` rows between two rows that are lines of the
-    original, N lines apart, as folds of those N lines."""
-    if not any(_GAP.match(row) for row in rows):
-        return []
+def _gaps(rows: list[str], lines: list[str]) -> tuple[list[_Fold], list[_Fold]]:
+    """The lines the summary left out between two of its rows found in the original: those a
+    ``… N lines omitted …`` row stands for (N lines apart; ``at`` is the marker row), and, in a
+    short output, those left out silently between two adjacent rows (``at``: the row before)."""
+    marked = any(_GAP.match(row) for row in rows)
+    if not marked and len(lines) > SILENT_MAX_LINES:
+        return [], []
+    at = _anchors(rows, lines)
+    gaps, silent = [], []
+    for i, row in enumerate(rows):
+        m = _GAP.match(row)
+        if m is not None and i - 1 in at and i + 1 in at:
+            a, b = at[i - 1], at[i + 1]
+            n = int(m.group(1).replace(",", ""))
+            if b - a - 1 == n:
+                gone = [clip_line(x.rstrip()) for x in lines[a + 1 : b]]
+                gaps.append(_Fold(i, n, n, gone, []))
+        elif i in at and i + 1 in at and len(lines) <= SILENT_MAX_LINES:
+            a, b = at[i], at[i + 1]
+            gone = [clip_line(x.rstrip()) for x in lines[a + 1 : b] if x.strip()]
+            if 0 < len(gone) <= WHOLE_MAX:
+                silent.append(_Fold(i, len(gone), len(gone), gone, []))
+    return gaps, silent
+
+
+def _anchors(rows: list[str], lines: list[str]) -> dict[int, int]:
+    """Summary row -> the line of the original it shows, in order: rows shown whole, and rows
+    ``clip_line`` cut (found by their two ends, among the next ``CLIPPED_SCAN`` lines)."""
     where: dict[str, list[int]] = {}
     for j, line in enumerate(lines):
         where.setdefault(line.rstrip(), []).append(j)
-    at: dict[int, int] = {}  # summary row -> its line in the original, in order
+    at: dict[int, int] = {}
     pos = 0
     for i, row in enumerate(rows):
+        if _GAP.match(row) or _FOLDED.match(row):
+            continue
         found = where.get(row.rstrip())
-        if not found or _GAP.match(row) or _FOLDED.match(row):
+        if found:
+            k = bisect.bisect_left(found, pos)
+            if k < len(found):
+                at[i] = pos = found[k]
+                pos += 1
             continue
-        k = bisect.bisect_left(found, pos)
-        if k < len(found):
-            at[i] = pos = found[k]
-            pos += 1
-    out = []
-    for i, row in enumerate(rows):
-        m = _GAP.match(row)
-        if m is None or i - 1 not in at or i + 1 not in at:
+        cut = _CLIPPED.match(row)
+        if cut is None:
             continue
-        a, b = at[i - 1], at[i + 1]
-        n = int(m.group(1).replace(",", ""))
-        if b - a - 1 == n:
-            gone = [clip_line(x.rstrip()) for x in lines[a + 1 : b]]
-            out.append(_Fold(i, n, n, gone, []))
-    return out
+        head, tail = cut.group(1), cut.group(2)
+        for j in range(pos, min(len(lines), pos + CLIPPED_SCAN)):
+            if lines[j].startswith(head) and lines[j].rstrip().endswith(tail.rstrip()):
+                at[i] = j
+                pos = j + 1
+                break
+    return at
 
 
 def _folds(rows: list[str], original: str) -> list[_Fold]:

@@ -107,3 +107,24 @@ def test_junk_never_raises_and_never_passes_its_room(text, room):
     summary = compress_log(text, OPTS).text
     more = unfold(summary, text, room, count)
     assert more == summary or count(more) - count(summary) <= room
+
+
+def test_lines_left_out_without_a_marker_come_back_last_where_room_is_left():
+    """Three INFO lines a log summary dropped silently, between a kept line and one it clipped:
+    they come back after what was folded, in the room that is left."""
+    loaded = ["security/security.xml", "security/ir.model.access.csv", "data/cron.xml"]
+    lines = ["2026-05-05 23:09:16,886 1214 INFO loading: Loading module search_leads (227/227)"]
+    lines += [
+        f"2026-05-05 23:09:{17 + i},000 1214 INFO loading: loading search_leads/{f}"
+        for i, f in enumerate(loaded)
+    ]
+    lines += ["2026-05-05 23:09:20,504 1214 ERROR sql_db: bad query: INSERT INTO " + "x" * 3000]
+    lines += ["ERROR: ON CONFLICT DO UPDATE command cannot affect row a second time"]
+    text = "\n".join(lines)
+    summary = compress_log(text, OPTS).text
+    assert not any(f in summary for f in loaded) and "omitted" not in summary
+    more = unfold(summary, text, 200, count)
+    rows = more.split("\n")
+    assert rows[1:4] == lines[1:4]  # in place, between the lines the summary kept
+    assert rows[4].startswith("2026-05-05 23:09:20,504 1214 ERROR sql_db: bad query")
+    assert unfold(summary, text, 20, count) == summary  # not all three fit: none is added
