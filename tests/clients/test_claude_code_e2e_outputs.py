@@ -353,7 +353,8 @@ def test_a_big_read_of_a_log_is_replaced(outputs):
 def test_the_interactive_tui_runs_a_turn_with_the_plugin(claude_cli, tmp_path):  # noqa: F811
     """The full-screen CLI (a pseudo-terminal, as a user runs it), with a ``~/.claude.json`` that
     has onboarding done, the project trusted and the API key approved: the prompt typed goes to
-    the fake API, the plugin's hooks replace the log's output, the reply is drawn."""
+    the fake API, the plugin's hooks replace the log's output, the reply is drawn, and the
+    transcript view (ctrl+o) shows an unzip listing as the model got it: names by folder."""
     pexpect = pytest.importorskip("pexpect")
     plugin = gardener_plugin()
     repo, home = tmp_path / "work", tmp_path / "home"
@@ -362,6 +363,8 @@ def test_the_interactive_tui_runs_a_turn_with_the_plugin(claude_cli, tmp_path): 
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     log = hadoop_log(errors=40, seed=5)
     (repo / "hadoop.log").write_text(log, encoding="utf-8")
+    unzip = "Archive:  magisk.apk\n" + "".join(f"  inflating: {f}  \n" for f in UNZIP_FILES)
+    (repo / "unzip.log").write_text(unzip, encoding="utf-8")
     key = "sk-ant-api03-" + "gardenertest" * 7
     (home / ".claude.json").write_text(
         json.dumps(
@@ -381,6 +384,7 @@ def test_the_interactive_tui_runs_a_turn_with_the_plugin(claude_cli, tmp_path): 
     )
     script = [
         [tool_use("Bash", {"command": HADOOP_CMD, "description": "show the log"})],
+        [tool_use("Bash", {"command": UNZIP_CMD, "description": "what was unpacked"})],
         [text("The TUI turn is done.")],
     ]
     with FakeAnthropic(script) as api:
@@ -412,10 +416,19 @@ def test_the_interactive_tui_runs_a_turn_with_the_plugin(claude_cli, tmp_path): 
             time.sleep(1)
             child.send("\r")
             read_until("TUIturnisdone", 180)
+            done = len(screen)
+            child.sendcontrol(
+                "o"
+            )  # the transcript view: what the tools returned, as the model got it
+            read_until("magisk_work/assets/part8/", 30)
         finally:
             _stop(child)
     assert "TUIturnisdone" in _flat(screen), _flat(screen)[-2000:]
-    assert len(api.main_requests) == 2
+    # the unzip listing as replaced: names by folder, and a closing line naming the folders left
+    transcript = _flat(screen[done:])
+    assert "magisk_work/assets/part0/:file_000.sh,file_009.sh" in transcript, transcript[-3000:]
+    assert re.search(r"…[\d,]+more\(magisk_work/assets/part\d/\d+;", transcript), transcript[-3000:]
+    assert len(api.main_requests) == 3
     seen = result_text(tool_results(api.main_requests[1].body)[-1])
     [row] = [r for r in store_entries(repo) if r["command"] == HADOOP_CMD]
     assert seen.startswith(f"[full output stored: id={row['id']}] "), seen[:300]
