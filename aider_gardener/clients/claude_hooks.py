@@ -117,11 +117,11 @@ LOCK_WAIT = 5.0  # seconds a hook waits for its session's state (``_Session``)
 _SLASH_COMMAND = re.compile(r"\A/[A-Za-z][\w:.-]*(?:\s|\Z)")
 VERSION_SCAN = 64 << 10
 _VERSION = re.compile(rb'"version":\s*"(\d+)\.(\d+)\.(\d+)')
-# A failed command's result: "Exit code N" (PostToolUseFailure's ``error``), "Error: Exit code N"
-# (the transcript's ``toolUseResult``), then what it printed.
 # Claude Code's own words for an output it cut and saved (2.1.x), when they reach a hook as text
 _SAVED_TO = re.compile(r"\A\s*<persisted-output>\s*\n[^\n]*\bFull output saved to: ([^\n]+)")
 SAVED_SCAN = 4096
+# A failed command's result: "Exit code N" (PostToolUseFailure's ``error``), "Error: Exit code N"
+# (the transcript's ``toolUseResult``), then what it printed.
 _EXIT_CODE = re.compile(r"\A(?:Error: )?Exit code (\d+)\b[^\n]*\n?")
 # Tools whose failure is what a command or a server printed (stored as their output is); other
 # tools fail with Claude Code's own words about the call (no such file, too large, no match).

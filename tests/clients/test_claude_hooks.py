@@ -395,6 +395,24 @@ def test_persisted_output_outside_the_sessions_folder_is_not_read(repo, tmp_path
     assert "persistedOutputPath" in line and "not read" in line
 
 
+def test_the_file_claude_code_saved_a_cut_output_to_is_known():
+    """From the response's ``persistedOutputPath`` (2.1.332), or from Claude Code's own words
+    when a result reaches the hook as text (older versions, transcripts)."""
+    saved = "C:\\Users\\e\\.claude\\projects\\X\\s1\\tool-results\\bt86y5h3w.txt"
+    text = (
+        f"<persisted-output>\nOutput too large (38.8KB). Full output saved to: {saved}\n\n"
+        "Preview (first 2KB):\n2026-05-22 04:24:41,980 42 INFO ? odoo: Odoo version 18.0\n"
+    )
+    assert tool_output("Bash", {"command": "odoo -u x"}, text).saved == saved
+    resp = {"stdout": "a\nb", "stderr": "", "persistedOutputPath": "/p/tool-results/b.txt"}
+    assert tool_output("Bash", {"command": "x"}, resp).saved == "/p/tool-results/b.txt"
+    assert tool_output("Bash", {"command": "x"}, {"stdout": "a\nb"}).saved is None
+    quoted = "notes.md says: <persisted-output>\nFull output saved to: /etc/passwd"
+    assert (
+        tool_output("Bash", {"command": "cat notes.md"}, quoted).saved is None
+    )  # not at the start
+
+
 def test_replacements_keep_each_tools_result_shape():
     bash = {
         "stdout": "x",
