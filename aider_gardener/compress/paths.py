@@ -153,7 +153,7 @@ def _scan(text: str) -> PathList | None:
     return PathList(paths, [LEGEND, *others], labels)
 
 
-def _split(path: str) -> tuple[str, str]:
+def split_path(path: str) -> tuple[str, str]:
     """(directory with its trailing separator, name); a trailing separator stays on the name."""
     trail = path[-1] if path[-1] in "/\\" and len(path) > 1 else ""
     core = path[:-1] if trail else path
@@ -200,7 +200,7 @@ def _labelled(found: PathList) -> tuple[list[tuple[str, str]], list[str]]:
     letter before the name and a rename's source after it."""
     split, flat = [], []
     for i, path in enumerate(found.paths):
-        d, name = _split(path)
+        d, name = split_path(path)
         mark, source = found.labels[i] if found.labels else ("", "")
         head = f"{mark} " if mark else ""
         tail = f" (from {source})" if source else ""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .base import clip_line
+from .paths import split_path
 
 _FOLDED = re.compile(r"\A\[×([\d,]+)\] (.*)\Z")
 _GAP = re.compile(r"\A… ([\d,]+) lines omitted …\Z")
@@ -70,17 +71,10 @@ def unfold(
     gaps, silent = _gaps(rows, lines)
     if not folds and not gaps and not silent:
         return summary
-    whole: dict[int, list[str]] = {}
-    # a few lines come back whole, the cheapest first (each costs its lines less the row it
-    # replaces); more than that are shown as their names, which cost a fraction of the lines
+    # a few lines come back whole in place of their row; more than that are shown as their
+    # names, which cost a fraction of the lines
     candidates = [f for f in folds if f.matched >= f.count and len(f.lines) <= WHOLE_MAX]
-    for f in sorted(candidates + gaps, key=lambda f: (len(f.lines), f.at)):
-        if sum(map(len, f.lines)) > CHARS_PER_TOKEN_MAX * (room + len(rows[f.at])):
-            continue  # cannot fit: counting its tokens would cost more than the answer
-        cost = sum(count(x) + 1 for x in f.lines) - count(rows[f.at])
-        if cost <= room:
-            whole[f.at] = f.lines
-            room -= cost
+    whole, room = _cheapest(candidates + gaps, room, count, rows)
     named: dict[int, list[str]] = {}
     # the fewest names first, so what a short list leaves of its share goes to the longer ones
     rest = sorted((f for f in folds if f.at not in whole), key=lambda f: (len(f.names), f.at))
@@ -91,13 +85,8 @@ def unfold(
         listed = _names(f, share, count, id_hint)
         room -= sum(count(x) + 1 for x in listed)
         named[f.at] = listed
-    # last, what the summary left out without a word, where the room still allows
-    after: dict[int, list[str]] = {}
-    for f in sorted(silent, key=lambda f: (len(f.lines), f.at)):
-        cost = sum(count(x) + 1 for x in f.lines)
-        if cost <= room:
-            after[f.at] = f.lines
-            room -= cost
+    # last, what the summary left out without a word, after its row, where the room still allows
+    after, room = _cheapest(silent, room, count)
     out: list[str] = []
     for i, row in enumerate(rows):
         if i in whole:
@@ -109,12 +98,31 @@ def unfold(
     return "\n".join(out)
 
 
+def _cheapest(
+    folds: list[_Fold], room: int, count: Callable[[str], int], rows: list[str] | None = None
+) -> tuple[dict[int, list[str]], int]:
+    """The folds whose lines fit ``room``, the fewest lines first, by summary row, and the room
+    left. With ``rows``, each fold's lines stand in place of its row, so cost that row less."""
+    taken: dict[int, list[str]] = {}
+    for f in sorted(folds, key=lambda f: (len(f.lines), f.at)):
+        if rows is None:  # at most WHOLE_MAX lines after a row: cheap to count
+            cost = sum(count(x) + 1 for x in f.lines)
+        elif sum(map(len, f.lines)) > CHARS_PER_TOKEN_MAX * (room + len(rows[f.at])):
+            continue  # cannot fit: counting its tokens would cost more than the answer
+        else:
+            cost = sum(count(x) + 1 for x in f.lines) - count(rows[f.at])
+        if cost <= room:
+            taken[f.at] = f.lines
+            room -= cost
+    return taken, room
+
+
 def _gaps(rows: list[str], lines: list[str]) -> tuple[list[_Fold], list[_Fold]]:
     """The lines the summary left out between two of its rows found in the original: those a
     ``… N lines omitted …`` row stands for (N lines apart; ``at`` is the marker row), and, in a
     short output, those left out silently between two adjacent rows (``at``: the row before)."""
-    marked = any(_GAP.match(row) for row in rows)
-    if not marked and len(lines) > SILENT_MAX_LINES:
+    short = len(lines) <= SILENT_MAX_LINES
+    if not short and not any(_GAP.match(row) for row in rows):
         return [], []
     at = _anchors(rows, lines)
     gaps, silent = [], []
@@ -126,7 +134,7 @@ def _gaps(rows: list[str], lines: list[str]) -> tuple[list[_Fold], list[_Fold]]:
             if b - a - 1 == n:
                 gone = [clip_line(x.rstrip()) for x in lines[a + 1 : b]]
                 gaps.append(_Fold(i, n, n, gone, []))
-        elif i in at and i + 1 in at and len(lines) <= SILENT_MAX_LINES:
+        elif short and i in at and i + 1 in at:
             a, b = at[i], at[i + 1]
             gone = [clip_line(x.rstrip()) for x in lines[a + 1 : b] if x.strip()]
             if 0 < len(gone) <= WHOLE_MAX:
@@ -252,8 +260,8 @@ def _names(f: _Fold, room: int, count: Callable[[str], int], id_hint: str) -> li
     pathy = sum(1 for x in f.names if "/" in x or "\\" in x) >= 0.8 * len(f.names)
     groups: dict[str, list[str]] = {}
     for name in f.names:
-        cut = max(name.rfind("/"), name.rfind("\\")) if pathy else -1
-        groups.setdefault(name[: cut + 1], []).append(name[cut + 1 :])
+        folder, base = split_path(name) if pathy else ("", name)
+        groups.setdefault(folder, []).append(base)
     # the closing line's room: the count and the id, and the folders left when there are several
     reserve = count(id_hint) + 12 + (min(FOLDERS_MAX, len(groups)) * 12 if len(groups) > 1 else 0)
     out: list[str] = []

@@ -128,3 +128,14 @@ def test_lines_left_out_without_a_marker_come_back_last_where_room_is_left():
     assert rows[1:4] == lines[1:4]  # in place, between the lines the summary kept
     assert rows[4].startswith("2026-05-05 23:09:20,504 1214 ERROR sql_db: bad query")
     assert unfold(summary, text, 20, count) == summary  # not all three fit: none is added
+
+
+def test_folder_names_are_listed_under_their_parent():
+    """``unzip``'s ``creating: dir/`` lines: a name ending in a separator is a folder, listed
+    under its parent with its separator (``paths.split_path``), never as an empty name."""
+    dirs = [f"w/part{i % 5}/d{i:03d}/" for i in range(300)]
+    text = "Archive:  a.zip\n" + "".join(f"   creating: {d}\n" for d in dirs) + "done"
+    summary = compress_log(text, OPTS).text
+    more = unfold(summary, text, 120, count, " (x)")
+    assert "  w/part0/: d000/, d005/, d010/" in more
+    assert ": ," not in more and not more.rstrip().endswith(":")
