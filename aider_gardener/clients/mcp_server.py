@@ -102,7 +102,8 @@ _ID = _Arg("id", "string", "the entry id")
 TOOLS: dict[str, _Tool] = {
     "recall": _Tool(
         "Search the project's stored tool outputs, errors and conversation (full-text and"
-        " by meaning): ids, class, score, token cost, summary and the matching lines.",
+        " by meaning): ids, class, score, token cost, summary and the matching lines; a"
+        " request, its reply and the run's output come as one hit (exchange).",
         (
             _Arg("query", "string", "words, identifiers, paths, error codes, or entry ids"),
             _Arg(
@@ -364,12 +365,14 @@ class GardenerTools:
         by_id = self._by_id(store, query.split())
         if by_id is not None:  # ids, as /recall ID does
             hits: list[tuple[Any, RecallHit | None]] = [(e, None) for e in by_id]
+            entries_by_id: dict[str, Any] = {}
             search = "by id"
         else:
             from ..store.recall import recall
 
             found = recall(store, query, classes=classes, limit=limit, rerank=True)  # as /recall
-            entries_by_id = store.get_entries([h.entry_id for h in found])
+            parts = [e for h in found for e in getattr(h, "exchange", ())]
+            entries_by_id = store.get_entries([h.entry_id for h in found] + parts)
             hits = [(entries_by_id[h.entry_id], h) for h in found if h.entry_id in entries_by_id]
         if full and hits:
             store.touch([e.id for e, _ in hits])
@@ -377,6 +380,11 @@ class GardenerTools:
         for e, h in hits:
             out.append(_hit(e, h, query, min(FULL_CHARS, room) if full else 0))
             room = max(0, room - len(out[-1].get("original", "")))
+            rest = getattr(h, "exchange", ()) if h is not None else ()
+            if rest:  # the rest of its exchange (``store/exchanges.py``)
+                out[-1]["exchange"] = [
+                    _part(entries_by_id[e], query) for e in rest if e in entries_by_id
+                ]
         result: dict[str, Any] = {"query": query, "search": search, "hits": out}
         if not out:
             result["message"] = f"Nothing stored matches {query!r}."
@@ -717,6 +725,23 @@ def _hit(entry: Any, hit: Any, query: str, full: int) -> dict[str, Any]:
             out["truncated"] = True
             out["next_offset"] = full
             out["total_chars"] = len(text)
+    return out
+
+
+def _part(entry: Any, query: str) -> dict[str, Any]:
+    """Another part of a hit's exchange, as a hit names it: enough to tell what it is and to
+    expand it."""
+    out: dict[str, Any] = {
+        "id": entry.id,
+        "role": entry.role,
+        "class": str(entry.cls),
+        "tokens": int(entry.tokens_original),
+        "summary": redact(entry.summary),
+    }
+    lines, matched, capped = _matching_lines(entry.original, query)
+    if lines:
+        out["matching_lines"] = lines
+        out["lines_matched"] = f"{matched}+" if capped else matched
     return out
 
 

@@ -95,6 +95,10 @@ def _origin(entry: Any) -> str:
     return ""
 
 
+# How another part of an exchange is named under a hit, by its role.
+_PART = {"assistant": "reply", "user": "asked", "tool": "output"}
+
+
 def _copies_line(ids: tuple[str, ...] | list[str]) -> str:
     """The near-copies a hit stands for (the same failure run again, a file read twice)."""
     n = len(ids)
@@ -163,7 +167,14 @@ class RecallCommands:
             query = " ".join(words)
             hits = recall(store, query, limit=RECALL_LIMIT, rerank=True)
             note = _full_text_only(store)
-            found = store.get_entries([h.entry_id for h in hits]) if hits else {}
+            parts = {h.entry_id: h.exchange for h in hits if getattr(h, "exchange", ())}
+            found = (
+                store.get_entries(
+                    [h.entry_id for h in hits] + [e for p in parts.values() for e in p]
+                )
+                if hits
+                else {}
+            )
             hits = [  # the nearest entries are not matches: below the floor is not listed
                 h
                 for h in hits
@@ -184,13 +195,16 @@ class RecallCommands:
             excerpts = {h.entry_id: getattr(h, "excerpt", "") or h.text for h in hits}
             copies = {h.entry_id: h.duplicates for h in hits}
         else:
-            query, excerpts, copies = "", {}, {}
+            query, excerpts, copies, parts, found = "", {}, {}, {}, {}
         if not entries:
             return
         for entry in entries:
             self._list_entry(entry, query, excerpts.get(entry.id, ""))
             if copies.get(entry.id):
                 self.io.tool_output(_copies_line(copies[entry.id]))
+            for part in parts.get(entry.id, ()):  # the rest of its exchange
+                if part in found:
+                    self._list_entry(found[part], query, "", part=True)
         if "--full" in flags:
             self._show(store, entries[0], "--all" in flags)
         if "--add" in flags:
@@ -220,28 +234,32 @@ class RecallCommands:
                 out.append(entry)
         return out
 
-    def _list_entry(self, entry: Any, query: str, excerpt: str) -> None:
+    def _list_entry(self, entry: Any, query: str, excerpt: str, part: bool = False) -> None:
+        """A hit: its header, then its lines that match the query, else its best part.
+        ``part``: another part of the exchange above (``store/exchanges.py``), indented."""
+        lead, pad = (f"  + {_PART.get(entry.role, 'with')}: ", "  ") if part else ("", "")
         self.io.tool_output(
             _one_line(
-                f"{entry.id}  {entry.cls:<10} {entry.tokens_original:>7,} tokens{_origin(entry)}"
+                f"{lead}{entry.id}  {entry.cls:<10} {entry.tokens_original:>7,} tokens"
+                f"{_origin(entry)}"
             )
         )
         lines, matched = matching_lines(entry.original, query) if query else ([], 0)
         if lines:
             width = len(str(lines[-1][0]))
             for n, line in lines:
-                self.io.tool_output(f"    {n:>{width}}: {_clip(line)}")
+                self.io.tool_output(f"    {pad}{n:>{width}}: {_clip(line)}")
             if matched > len(lines):
-                self.io.tool_output(f"    … {matched - len(lines):,} more matching lines")
+                self.io.tool_output(f"    {pad}… {matched - len(lines):,} more matching lines")
             return
         # an id lookup, or a hit found by meaning (vectors) or stem alone: its best part
         text = excerpt or entry.summary
         shown = [line for line in text.splitlines() if line.strip()]
         for line in shown[:PREVIEW_LINES]:
-            self.io.tool_output(f"    {_clip(line)}")
+            self.io.tool_output(f"    {pad}{_clip(line)}")
         total = len(entry.original.rstrip("\n").splitlines())
         if total > PREVIEW_LINES:
-            self.io.tool_output(f"    ({total:,} lines; /show {entry.id} prints them)")
+            self.io.tool_output(f"    {pad}({total:,} lines; /show {entry.id} prints them)")
 
     # -- --add ---------------------------------------------------------------------------------
 

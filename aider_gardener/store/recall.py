@@ -4,10 +4,11 @@ The two rankers fail differently: BM25 finds the exact identifiers, paths and er
 embedding blurs (``E0432``, ``parse_config``), vectors find the paraphrase. Reciprocal rank
 fusion uses ranks only: an entry scores ``sum(w / (K + rank))``, the vectors weighted below BM25
 for a query with an identifier and equal to it for a question in plain words (``is_question``).
-The entry before a conversation turn gets ``REPLY_CREDIT`` of its score (``via == "reply"``);
+The entry a turn answers gets ``REPLY_CREDIT`` of its score (``via == "reply"``, ``_answers``);
 priority and recency break near-ties; an explicit recall (``rerank=True``) reads the fused top
 again token by token (``rerank.py``). A user's turn and its reply are then put in the order the
-query asks for (``_order_pairs``), and near-copies fold into one hit (``duplicates.py``).
+query asks for (``_order_pairs``); in an explicit recall the two fold into one hit
+(``exchanges.py``), and near-copies fold into one hit (``duplicates.py``).
 
 Vectors are searched per chunk; an entry ranks by its best chunk, returned as ``excerpt``.
 Entries not embedded yet are still found by FTS5; with no vector index recall is FTS5 alone.
@@ -23,7 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import duplicates
+from . import duplicates, exchanges
 from . import rerank as reranking
 from . import token_states
 from .db import EMBED_CONTEXT_CHARS, Store
@@ -48,7 +49,7 @@ CHUNKS_PER_CANDIDATE = 2  # several chunks of one entry can crowd the vector lis
 RERANK_CHARS = 2000  # of an original read by the reranker (it keeps rerank.MAX_TOKENS of them)
 COLLAPSE_SCAN = 15  # candidates past the limit looked at for copies of the hits
 REPLY_CREDIT = 0.3  # share of an entry's fused score credited to the entry before it
-# Credit flows among conversation turns, and "the turn before" is found within the window the
+# Credit flows to what a turn answers, and "the turn before" is found within the window the
 # store uses to index each turn with the turn it answers: one definition of both, in the store.
 
 MODES = ("hybrid", "fts", "vector")
@@ -69,6 +70,7 @@ class RecallHit:
     via: str = ""  # "fts", "vector", "fts+vector", or "reply" (credited by its reply)
     similarity: float = 0.0  # cosine of the best chunk to the query; 0.0 when vectors missed it
     duplicates: tuple[str, ...] = ()  # near-copies this hit stands for (``duplicates.py``)
+    exchange: tuple[str, ...] = ()  # the rest of its exchange, folded into it (``exchanges.py``)
 
 
 def recall(
@@ -160,7 +162,11 @@ def _recall(
         ordered, excerpts = _reranked(store, query, ordered, entries, excerpt_chunk)
     head = _order_pairs(ordered[: limit + COLLAPSE_SCAN], previous, entries, query)
     originals = {eid: entries[eid].original or "" for eid in head}
-    best, copies = duplicates.collapse(head, originals, limit)
+    best, copies = duplicates.collapse(head, originals, len(head))
+    rest: dict[str, list[str]] = {}
+    if rerank is True:  # an explicit recall shows an exchange as one hit
+        best, rest = exchanges.fold(best, _exchanges(store, best, entries, previous))
+    best = best[:limit]
     missing = [
         excerpt_chunk[e] for e in best if e in excerpt_chunk and excerpt_chunk[e] not in excerpts
     ]
@@ -179,7 +185,9 @@ def _recall(
                 excerpt=excerpts.get(excerpt_chunk.get(eid, ""), ""),
                 via="+".join(found_by[eid]),
                 similarity=similarity.get(eid, 0.0),
-                duplicates=tuple(copies.get(eid, ())),
+                # the exchange stands for its parts' near-copies too
+                duplicates=tuple(c for e in (eid, *rest.get(eid, ())) for c in copies.get(e, ())),
+                exchange=tuple(rest.get(eid, ())),
             )
         )
     if full and hits:
@@ -304,10 +312,10 @@ def _credit_previous(
 ) -> dict[str, str]:
     """Add ``REPLY_CREDIT`` of each entry's score to the entry before it in its session (see
     the module docstring); in place. Without the store's ``read`` (a stand-in) nothing changes.
-    Returns the entry before each conversation turn scored (``_order_pairs`` reads it)."""
+    Returns the entry before each turn scored (``_order_pairs`` and ``_exchanges`` read it)."""
     if not scores:
         return {}
-    turns = [eid for eid in scores if str(entries[eid].cls) in CONVERSATION_CLASSES]
+    turns = [eid for eid in scores if _is_turn(entries[eid])]
     previous = _previous_entries(store, turns) if turns else {}
     if not previous or REPLY_CREDIT <= 0:
         return previous
@@ -319,12 +327,28 @@ def _credit_previous(
         entries.update(more)
     credit: dict[str, float] = {}
     for eid, prev in previous.items():
-        if prev in entries and str(entries[prev].cls) in CONVERSATION_CLASSES:
+        if prev in entries and _answers(entries[eid], entries[prev]):
             credit[prev] = credit.get(prev, 0.0) + REPLY_CREDIT * scores[eid]
     for eid, extra in credit.items():
         scores[eid] = scores.get(eid, 0.0) + extra
         found_by.setdefault(eid, ["reply"])
     return previous
+
+
+def _is_turn(entry: Any) -> bool:
+    """A prompt or a reply, whatever the reply's class (an edit, code)."""
+    return str(entry.cls) in CONVERSATION_CLASSES or getattr(entry, "role", None) == "assistant"
+
+
+def _answers(turn: Any, prev: Any) -> bool:
+    """Whether ``turn`` vouches for ``prev``, the entry before it: a turn for the conversation
+    turn it follows, and the assistant's reply for the output it answers too (the reply that
+    explains a failed run shares a question's words; the run is what was asked about).
+    Folded into one hit with it in an explicit recall (``exchanges.py``), so the two do not
+    take two slots. Measured: docs/decisions/095-recall-by-meaning.md ("Fourth pass")."""
+    if str(prev.cls) in CONVERSATION_CLASSES:
+        return True
+    return getattr(turn, "role", None) == "assistant" and getattr(prev, "role", None) == "tool"
 
 
 def _order_pairs(
@@ -434,6 +458,17 @@ def _reranked(
     known.update((eid, token_states.unpack(data)) for eid, data in zip(cold, packed))
     token_states.save(store, [(chunk_of[eid], data) for eid, data in zip(cold, packed)])
     return reranking.rerank(query, ordered, texts, known), chunks
+
+
+def _exchanges(
+    store: Store, head: list[str], entries: dict[str, Any], previous: dict[str, str]
+) -> dict[str, str]:
+    """The exchanges among ``head`` (``exchanges.exchanges``). ``previous`` covers the turns
+    scored; the outputs among ``head`` are looked up."""
+    parts = [e for e in head if e in entries and entries[e].role in ("assistant", "tool")]
+    missing = [e for e in parts if e not in previous]
+    before = {**previous, **(_previous_entries(store, missing) if missing else {})}
+    return exchanges.exchanges(head, entries, before)
 
 
 def _previous_entries(store: Store, ids: list[str]) -> dict[str, str]:

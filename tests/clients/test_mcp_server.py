@@ -1096,3 +1096,32 @@ def test_recall_folds_near_copies_into_one_hit(tmp_path):
     assert hits[0]["id"] in ids
     assert sorted([hits[0]["id"], *hits[0]["near_copies"]]) == sorted(ids)
     assert all(h["id"] not in ids for h in hits[1:]) and other in [h["id"] for h in hits]
+
+
+def test_recall_shows_the_other_half_of_an_exchange_with_its_hit(tmp_path):
+    """A prompt and the reply to it both match: one hit, the other part under ``exchange``
+    with its id and matching lines, and the next slot goes to another entry."""
+    from aider_gardener.clients.mcp_server import GardenerTools
+
+    repo = _repo(tmp_path / "repo")
+    store = project.open_project_store(repo, vectors=False, worker=False)
+    try:
+        other = store.ingest("PelicanQueue metrics dashboard notes", Source(role="tool")).id
+        asked = store.ingest("why does the PelicanQueue worker stall?", Source(role="user")).id
+        reply = store.ingest(
+            "The PelicanQueue worker stalls because its lease never renews.\nI fixed the lease.",
+            Source(role="assistant"),
+        ).id
+    finally:
+        store.close()
+    tools = GardenerTools(root=str(repo), vectors=False)
+    try:
+        hits = tools.recall("PelicanQueue worker stall")["hits"]
+    finally:
+        tools.close()
+    ids = [h["id"] for h in hits]
+    assert other in ids and len({asked, reply} & set(ids)) == 1
+    top = next(h for h in hits if h["id"] in (asked, reply))
+    (half,) = top["exchange"]
+    assert {top["id"], half["id"]} == {asked, reply}
+    assert half["role"] in ("user", "assistant") and half["matching_lines"]

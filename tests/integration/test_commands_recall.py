@@ -573,10 +573,41 @@ def test_near_copies_are_one_hit_that_names_the_others(make_coder, capsys):
     other = store.ingest("QuokkaDivision is guarded in cart.py now.\n", Source(role="assistant"))
     coder.commands.cmd_recall("QuokkaDivision")
     lines = out_of(capsys).splitlines()
-    headers = [line.split()[0] for line in lines if line and not line[0].isspace()]
+    # a header, or a part of the reply's exchange (the run it answers) under it
+    headers = [
+        line.split()[0] if not line[0].isspace() else line.split()[2]
+        for line in lines
+        if line and (not line[0].isspace() or line.startswith("  + "))
+    ]
     listed = [h for h in headers if h in ids]
     assert len(listed) == 1 and other.id in headers
     copies = next(line for line in lines if "near-cop" in line)
     assert copies.strip().startswith("(and 2 near-copies: ") and copies.strip().endswith(")")
     named = copies.strip()[len("(and 2 near-copies: ") : -1].split()
     assert sorted(named) == sorted(set(ids) - set(listed))
+
+
+def test_recall_shows_a_prompt_and_its_reply_as_one_hit(make_coder, llm, capsys):
+    """The two halves of an exchange both match; /recall lists them as one hit, the other half
+    indented under it with its id (``store/exchanges.py``)."""
+    coder = make_coder()
+    llm.replies = [
+        "The Kestrel rotation moves staging keys every Monday at nine.\nAsk me to change it."
+    ]
+    coder.run(with_message="what is the Kestrel rotation plan for staging keys?")
+    sync(coder.gardener, coder)  # the reply is stored as the next turn would store it
+    store = coder.gardener.store
+    ids = {e.role: e.id for e in store.get_entries(_all_ids(store)).values()}
+    assert {"user", "assistant"} <= set(ids)
+    capsys.readouterr()
+    coder.commands.cmd_recall("Kestrel rotation staging keys")
+    out = out_of(capsys)
+    headers = [line for line in out.splitlines() if ids["user"] in line or ids["assistant"] in line]
+    assert len(headers) == 2, out
+    top, half = headers
+    assert not top.startswith(" ")
+    assert half.startswith("  + reply: ") or half.startswith("  + asked: "), out
+
+
+def _all_ids(store) -> list[str]:
+    return [r[0] for r in store.read(lambda c: c.execute("SELECT id FROM entries").fetchall())]

@@ -386,3 +386,32 @@ def test_a_chinese_question_recalls_the_message_it_shares_words_with(workspace):
         _exit(child)
     finally:
         child.close(force=True)
+
+
+def test_recall_shows_a_question_and_its_reply_as_one_hit(workspace):
+    """store/exchanges.py as a user meets it: the question and the reply both match, and
+    /recall lists them as one hit, the other part indented under it with its id."""
+    repo, home, settings = workspace
+    reply = "The package manager needs root.\\nRun the install again with sudo: sudo apt-get."
+    settings.write_text(f'- name: gpt-4o\n  extra_params:\n    mock_response: "{reply}"\n')
+    child = _spawn(workspace)
+    try:
+        _prompt(child)
+        for text in ("why did the lz4 package install fail?", "ok, thanks"):
+            child.sendline(text)
+            child.expect("Run the install again with sudo")
+            _prompt(child)
+        child.sendline("/recall lz4 package install needs root")
+        child.expect(r"/recall ID --add puts an original in the chat")
+        listed = child.before.split("needs root", 1)[-1]
+        top = re.search(
+            r"^(\w{10})  prose .*\n(?:    .*\n)*  \+ asked: (\w{10})  prompt", listed, re.M
+        )
+        assert top, listed
+        (asked,) = _entries(repo, "original = 'why did the lz4 package install fail?'")
+        assert top.group(2) == asked[0] and top.group(1) != asked[0]
+        assert listed.count(asked[0]) == 1  # not listed again as a hit of its own
+        _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)

@@ -354,6 +354,28 @@ def test_reply_credit_is_only_between_conversation_turns(tmp_path):
         assert [h.entry_id for h in hits] == [rust] and code not in [h.entry_id for h in hits]
 
 
+def test_a_reply_credits_the_output_it_answers_whatever_its_class(tmp_path):
+    """The reply that explains a failed run holds the question's words; the run is what was
+    asked about. An edit (not prose) credits the output before it; a build log does not
+    credit a prompt after it (a prompt answers nothing)."""
+    with Store(tmp_path / "gs", vectors=False) as store:
+        run = store.ingest(
+            "E: Could not open lock file /var/lib/dpkg/lock-frontend\n",
+            Source(role="tool", command="apt-get install lz4"),
+        ).id
+        reply = store.ingest(
+            "The package manager needs root: I reran the install with sudo.\n\n"
+            "install.sh\n```\n<<<<<<< SEARCH\napt-get install lz4\n=======\n"
+            "sudo apt-get install lz4\n>>>>>>> REPLACE\n```\n",
+            Source(role="assistant"),
+            cls=ContentClass.EDIT,
+        ).id
+        after = store.ingest("ok what next with the package manager root", Source(role="user")).id
+        hits = {h.entry_id: h for h in recall_fts_only(store, "sudo reran", limit=5)}
+        assert hits[run].via == "reply" and reply in hits
+        assert after not in hits
+
+
 @pytest.mark.parametrize(
     "query, question",
     [
@@ -443,3 +465,23 @@ def test_a_chinese_question_finds_the_message_sharing_its_words(tmp_path):
         store.ingest("我们把登录页面的颜色改成蓝色了。", Source(role="user"))
         hits = recall_fts_only(store, "为什么部署一直失败？", limit=5)
         assert hits and hits[0].entry_id == target
+
+
+def test_an_explicit_recall_shows_an_exchange_as_one_hit(tmp_path):
+    """``/recall`` and the MCP tool fold the prompt and its reply into one hit, so the next
+    slot goes to something else; per-turn recall keeps both (``store/exchanges.py``)."""
+    store, prompt, reply = _pair_store(tmp_path)
+    with store:
+        other = store.ingest(
+            "The cart total now rounds to cents before tax is added.", Source(role="user")
+        ).id
+        query = "crash on the empty cart"
+        per_turn = recall(store, query, mode="fts", limit=5)
+        assert {prompt, reply} <= {h.entry_id for h in per_turn}
+        assert all(not h.exchange for h in per_turn)
+        explicit = recall(store, query, mode="fts", limit=5, rerank=True)
+        ids = [h.entry_id for h in explicit]
+        assert len({prompt, reply} & set(ids)) == 1
+        first = explicit[0]
+        assert {first.entry_id, *first.exchange} == {prompt, reply}
+        assert other in ids

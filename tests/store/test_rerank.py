@@ -145,7 +145,9 @@ def test_explicit_recall_reranks_and_keeps_hits_whole(conversation, monkeypatch)
     assert calls == []
     hits = recall(store, "what painting did they finish", limit=6, rerank=True)
     assert len(calls) == 1
-    assert sorted(h.entry_id for h in hits) == sorted(h.entry_id for h in plain)
+    # the same entries, a turn and its reply folded into one hit (``store/exchanges.py``)
+    shown = {h.entry_id for h in hits} | {e for h in hits for e in h.exchange}
+    assert {h.entry_id for h in plain} <= shown
     # the reply is read with the turn it answers, as the store indexes it
     reply = [t for t in calls[0] if t.startswith("Yes! A sunrise")]
     assert reply and "(in reply to: Did you ever finish that canvas" in reply[0]
