@@ -73,6 +73,7 @@ class Outcome:
     model: str = ""  # the embedding model the source's store chose
     first: dict[str, list[int] | None] = field(default_factory=dict)  # mode -> top hit's key
     late: bool = False  # ``turn``: the vector missed the budget, full text answered
+    own: dict[str, int | None] = field(default_factory=dict)  # rank as a hit's own entry
 
 
 def load_probes(path: Path = PROBES) -> list[Probe]:
@@ -210,19 +211,28 @@ def evaluate(store: Any, probes: list[Probe], entry_of: dict) -> list[Outcome]:
                 _forget_query_vector(store, query)  # each mode pays for its own query vector
                 ids = [h.entry_id for h in hits]
                 o.first[mode] = key_of.get(ids[0]) if ids else None
-                copies = _same_text(store, ids)
-                o.ranks[mode] = next(
-                    (
-                        r
-                        for r, h in enumerate(hits, start=1)
-                        if h.entry_id == target
-                        or target in getattr(h, "duplicates", ())
-                        or copies.get(h.entry_id) == p.sha
-                    ),
-                    None,
-                )
+                o.ranks[mode], o.own[mode] = _ranks(store, hits, target, p.sha)
             out.append(o)
     return out
+
+
+def _ranks(store: Any, hits: list[Any], target: str, sha: str) -> tuple[int | None, int | None]:
+    """The target's rank among ``hits``, counting the parts of an exchange folded under a hit
+    (shown with it: ``store/exchanges.py``), and its rank as a hit's own entry. A near-copy
+    the hit stands for, or an exact copy of the target's text, is the target."""
+    parts = [tuple(getattr(h, "exchange", ())) for h in hits]
+    copies = _same_text(store, [h.entry_id for h in hits] + [e for p in parts for e in p])
+
+    def same(eid: str) -> bool:
+        return eid == target or copies.get(eid) == sha
+
+    own = [same(h.entry_id) or target in getattr(h, "duplicates", ()) for h in hits]
+    shown = [mine or any(same(e) for e in rest) for mine, rest in zip(own, parts)]
+    return _first(shown), _first(own)
+
+
+def _first(flags: list[bool]) -> int | None:
+    return next((r for r, flag in enumerate(flags, start=1) if flag), None)
 
 
 def _ask(store: Any, query: str, mode: str, depth: int) -> list[Any]:
@@ -351,6 +361,7 @@ def _outcome(row: dict[str, Any]) -> Outcome:
     o.model = row.get("model", "")
     o.first = row.get("first", {})
     o.late = row.get("late", False)
+    o.own = row.get("own", {})
     return o
 
 
@@ -376,6 +387,11 @@ def report(outcomes: list[Outcome]) -> str:
         cells = [_row(some, m) for m in modes]
         lines.append(f"| {variant}, top-1 / 5 / 10 | {' | '.join(cells)} |")
     lines.append(f"| latency p50 / p95 | {' | '.join(_latency(outcomes, m) for m in modes)} |")
+    folded = [m for m in modes if any(o.own.get(m) != o.ranks.get(m) for o in outcomes)]
+    for m in folded:  # how many hits counted the target as the half folded under another
+        own = [Outcome(o.probe, o.variant, ranks=o.own) for o in outcomes if o.own]
+        cells = ", ".join(f"{v} {_row([o for o in own if o.variant == v], m)}" for v in VARIANTS)
+        lines.append(f"\n`{m}`, the target as a hit's own entry, not its exchange: {cells}")
     if "turn" in modes:
         late = sum(1 for o in outcomes if o.late)
         lines.append(f"\n`turn`: the vector came too late for {late} of {len(outcomes)} queries")
