@@ -208,11 +208,20 @@ class RecallCommands:
         if "--full" in flags:
             self._show(store, entries[0], "--all" in flags)
         if "--add" in flags:
-            self._add_recalled(store, entries if not query else entries[:1])
+            self._add_recalled(
+                store, entries if not query else self._top_hit(entries, parts, found)
+            )
         elif "--full" not in flags:
             self.io.tool_output(
                 "/recall ID --add puts an original in the chat; /show ID prints it whole."
             )
+
+    @staticmethod
+    def _top_hit(entries: list, parts: dict, found: dict) -> list:
+        """The first hit's entries, its exchange's parts with it, oldest first: what the user
+        saw listed as one hit goes into the chat as one."""
+        top = [entries[0], *(found[p] for p in parts.get(entries[0].id, ()) if p in found)]
+        return sorted(top, key=lambda e: float(e.created or 0.0))
 
     def _entries_by_id(self, store: Store, words: list[str]) -> list | None:
         """The live entries named by ``words`` when they are ids the store knows (telling the

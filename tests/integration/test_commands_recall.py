@@ -611,3 +611,23 @@ def test_recall_shows_a_prompt_and_its_reply_as_one_hit(make_coder, llm, capsys)
 
 def _all_ids(store) -> list[str]:
     return [r[0] for r in store.read(lambda c: c.execute("SELECT id FROM entries").fetchall())]
+
+
+def test_recall_add_puts_the_whole_exchange_back_oldest_first(make_coder, llm, capsys):
+    coder = make_coder()
+    llm.replies = ["The Kestrel rotation moves staging keys every Monday.\nAsk me to change it."]
+    coder.run(with_message="what is the Kestrel rotation plan for staging keys?")
+    sync(coder.gardener, coder)
+    store = coder.gardener.store
+    ids = {e.role: e.id for e in store.get_entries(_all_ids(store)).values()}
+    coder.commands.cmd_clear("")  # neither part is in the chat any more
+    sync(coder.gardener, coder)
+    capsys.readouterr()
+    coder.commands.cmd_recall("Kestrel rotation staging keys --add")
+    out = out_of(capsys)
+    added = [line for line in out.splitlines() if line.startswith("Added id=")]
+    assert [line.split()[1] for line in added] == [
+        f"id={ids['user']}",
+        f"id={ids['assistant']}",
+    ], out
+    assert "Monday" in _contents(coder) and "what is the Kestrel" in _contents(coder)
