@@ -7,8 +7,9 @@ for a query with an identifier and equal to it for a question in plain words (``
 The entry a turn answers gets ``REPLY_CREDIT`` of its score (``via == "reply"``, ``_answers``);
 priority and recency break near-ties; an explicit recall (``rerank=True``) reads the fused top
 again token by token (``rerank.py``). A user's turn and its reply are then put in the order the
-query asks for (``_order_pairs``); in an explicit recall the two fold into one hit
-(``exchanges.py``), and near-copies fold into one hit (``duplicates.py``).
+query asks for (``_order_pairs``), and near-copies fold into one hit (``duplicates.py``); in an
+explicit recall so does an exchange: a request, its reply and the output after it
+(``exchanges.py``).
 
 Vectors are searched per chunk; an entry ranks by its best chunk, returned as ``excerpt``.
 Entries not embedded yet are still found by FTS5; with no vector index recall is FTS5 alone.
@@ -465,7 +466,7 @@ def _exchanges(
 ) -> dict[str, str]:
     """The exchanges among ``head`` (``exchanges.exchanges``). ``previous`` covers the turns
     scored; the outputs among ``head`` are looked up."""
-    parts = [e for e in head if e in entries and entries[e].role in ("assistant", "tool")]
+    parts = [e for e in head if getattr(entries.get(e), "role", None) in ("assistant", "tool")]
     missing = [e for e in parts if e not in previous]
     before = {**previous, **(_previous_entries(store, missing) if missing else {})}
     return exchanges.exchanges(head, entries, before)
