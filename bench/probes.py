@@ -5,7 +5,9 @@ transcript in ``../shared/data``) by position and hash, never by its text, and t
 about it written by a person: a *paraphrase* that avoids the target's distinctive words, and an
 *easy* variant that reuses one or two of them. The source is ingested into a real store as the
 gardener stores it (prompts, replies, command output with its command), embeddings drained; a
-probe hits at k when the target (or an exact copy of it) is among the first k hits of:
+probe hits at k when the target (or an exact copy of it) is among the first k hits, or listed
+under one of them as a part of its exchange (``store/exchanges.py``; the report also gives the
+target's rank as a hit's own entry), of:
 
 ``fts`` (full text alone), ``turn`` (per-turn recall as a session runs it: full text while the
 query is embedded and searched, the vector half only if done by ``rag.vector_deadline``, so the

@@ -53,3 +53,26 @@ def test_the_report_counts_hits_at_each_depth():
     for o, late in zip(outcomes, (True, False)):
         o.ranks["turn"], o.ms["turn"], o.late = 2, 1.5, late
     assert "the vector came too late for 1 of 2 queries" in report(outcomes)
+
+
+def test_a_target_listed_under_a_hit_counts_at_that_hits_rank():
+    """``/recall`` lists an exchange's other parts under its hit: the target is on the screen
+    there, so it counts at that rank; as a hit's own entry it is not found."""
+    from types import SimpleNamespace as NS
+
+    texts = {"a": "alpha", "b": "bravo", "t": "the target", "c": "the target"}
+
+    class Store:
+        def get_entries(self, ids):
+            return {i: NS(original=texts[i]) for i in ids if i in texts}
+
+    def hit(eid, exchange=(), duplicates=()):
+        return NS(entry_id=eid, exchange=exchange, duplicates=duplicates)
+
+    sha = digest("the target")
+    ranks = bench_probes._ranks
+    assert ranks(Store(), [hit("a"), hit("b", exchange=("t",))], "t", sha) == (2, None)
+    assert ranks(Store(), [hit("a"), hit("t")], "t", sha) == (2, 2)
+    assert ranks(Store(), [hit("c"), hit("a")], "t", sha) == (1, 1)  # an exact copy
+    assert ranks(Store(), [hit("a", duplicates=("t",))], "t", sha) == (1, 1)
+    assert ranks(Store(), [hit("a"), hit("b")], "t", sha) == (None, None)
