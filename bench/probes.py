@@ -390,8 +390,8 @@ def report(outcomes: list[Outcome]) -> str:
         lines.append(f"| {variant}, top-1 / 5 / 10 | {' | '.join(cells)} |")
     lines.append(f"| latency p50 / p95 | {' | '.join(_latency(outcomes, m) for m in modes)} |")
     folded = [m for m in modes if any(o.own.get(m) != o.ranks.get(m) for o in outcomes)]
+    own = [Outcome(o.probe, o.variant, ranks=o.own) for o in outcomes if o.own]
     for m in folded:  # how many hits counted the target as the half folded under another
-        own = [Outcome(o.probe, o.variant, ranks=o.own) for o in outcomes if o.own]
         cells = ", ".join(f"{v} {_row([o for o in own if o.variant == v], m)}" for v in VARIANTS)
         lines.append(f"\n`{m}`, the target as a hit's own entry, not its exchange: {cells}")
     if "turn" in modes:

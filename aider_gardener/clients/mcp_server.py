@@ -710,10 +710,7 @@ def _hit(entry: Any, hit: Any, query: str, full: int) -> dict[str, Any]:
         "summary": redact(entry.summary),  # a store written before redaction may hold one
     }
     if hit is not None:
-        lines, matched, capped = _matching_lines(entry.original, query)
-        if lines:
-            out["matching_lines"] = lines
-            out["lines_matched"] = f"{matched}+" if capped else matched
+        out.update(_lines_matching(entry.original, query))
         if getattr(hit, "excerpt", ""):
             out["excerpt"] = redact(hit.excerpt)
         if getattr(hit, "duplicates", ()):
@@ -731,18 +728,22 @@ def _hit(entry: Any, hit: Any, query: str, full: int) -> dict[str, Any]:
 def _part(entry: Any, query: str) -> dict[str, Any]:
     """Another part of a hit's exchange, as a hit names it: enough to tell what it is and to
     expand it."""
-    out: dict[str, Any] = {
+    return {
         "id": entry.id,
         "role": entry.role,
         "class": str(entry.cls),
         "tokens": int(entry.tokens_original),
         "summary": redact(entry.summary),
+        **_lines_matching(entry.original, query),
     }
-    lines, matched, capped = _matching_lines(entry.original, query)
-    if lines:
-        out["matching_lines"] = lines
-        out["lines_matched"] = f"{matched}+" if capped else matched
-    return out
+
+
+def _lines_matching(text: str, query: str) -> dict[str, Any]:
+    """A hit's or a part's fields for the lines of ``text`` that match ``query``, if any."""
+    lines, matched, capped = _matching_lines(text, query)
+    if not lines:
+        return {}
+    return {"matching_lines": lines, "lines_matched": f"{matched}+" if capped else matched}
 
 
 class _SessionView:
