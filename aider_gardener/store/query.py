@@ -42,7 +42,8 @@ _WORD_SPLIT = re.compile(r"[_.\-]+")
 _CAMEL_QUERY = re.compile(r"[a-z0-9][A-Z]")
 # Han, kana and hangul: scripts written without spaces, which FTS5's unicode61 tokenizer reads as
 # one token per run, so "构建失败" would match only that exact run, never "构建" in "构建一直失败".
-CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{2,}")
+CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+CJK_RUN = re.compile(f"[{CJK_CHARS}]{{2,}}")
 CJK_TERMS = 2000  # distinct pairs indexed per entry (a CJK page is a few thousand characters)
 
 

@@ -6,7 +6,8 @@ fusion uses ranks only: an entry scores ``sum(w / (K + rank))``, the vectors wei
 for a query with an identifier and equal to it for a question in plain words (``is_question``).
 The entry a turn answers gets ``REPLY_CREDIT`` of its score (``via == "reply"``, ``_answers``);
 priority and recency break near-ties; an explicit recall (``rerank=True``) reads the fused top
-again token by token (``rerank.py``). A user's turn and its reply are then put in the order the
+again token by token (``rerank.py``) and then for the query's phrases (``phrases.py``: a user
+who remembers a message quotes it). A user's turn and its reply are then put in the order the
 query asks for (``_order_pairs``), and near-copies fold into one hit (``duplicates.py``); in an
 explicit recall so does an exchange: a request, its reply and the output after it
 (``exchanges.py``).
@@ -25,7 +26,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import duplicates, exchanges
+from . import duplicates, exchanges, phrases
 from . import rerank as reranking
 from . import token_states
 from .db import EMBED_CONTEXT_CHARS, Store
@@ -90,7 +91,8 @@ def recall(
     (the evaluation compares them). ``full=True`` returns originals and refreshes the entries'
     last access, since the user is using them again. ``rerank=True`` marks an explicit recall
     (``/recall``, a tool call), which reads the fused top candidates again with ``rerank.py``
-    unless ``GARDENER_RERANK=off``; the per-turn path leaves it None (see ``rerank.py``).
+    and ``phrases.py`` unless ``GARDENER_RERANK=off``; the per-turn path leaves it None (see
+    ``rerank.py``).
     ``vector_by`` (a ``time.monotonic()`` deadline, per-turn recall): the query's embedding
     and then the vector search start off this thread and full-text search runs meanwhile; a
     vector search not done by then leaves this recall to full text (decision 090). An internal
@@ -159,8 +161,11 @@ def _recall(
 
     ordered = sorted(scores, key=lambda eid: (-scores[eid], eid))
     excerpts: dict[str, str] = {}
-    if len(ordered) > 1 and reranking.wanted(rerank) and reranking.available():
-        ordered, excerpts = _reranked(store, query, ordered, entries, excerpt_chunk)
+    if len(ordered) > 1 and reranking.wanted(rerank):
+        if reranking.available():
+            ordered, excerpts = _reranked(store, query, ordered, entries, excerpt_chunk)
+        head = ordered[: phrases.DEPTH]
+        ordered = phrases.promote(query, ordered, {e: entries[e].original or "" for e in head})
     head = _order_pairs(ordered[: limit + COLLAPSE_SCAN], previous, entries, query)
     originals = {eid: entries[eid].original or "" for eid in head}
     best, copies = duplicates.collapse(head, originals, len(head))

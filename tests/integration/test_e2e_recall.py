@@ -415,3 +415,45 @@ def test_recall_shows_a_question_and_its_reply_as_one_hit(workspace):
         _exit(child)
     finally:
         child.close(force=True)
+
+
+UPGRADE = (
+    'i=0; while [ $i -lt 300 ]; do echo "INFO odoo.modules.loading: module $i loaded";'
+    " i=$((i+1)); done\n"
+    'echo "psycopg2.errors.CardinalityViolation: ON CONFLICT DO UPDATE command cannot affect'
+    ' row a second time"\n'
+    'i=0; while [ $i -lt 200 ]; do echo "INFO odoo.modules.registry: model $i ready";'
+    " i=$((i+1)); done\n"
+    "sleep 1\n"
+)
+
+
+def test_recall_puts_the_output_that_quotes_the_error_first(workspace):
+    """store/phrases.py as a user meets it: the error is quoted from a 500-line upgrade log,
+    and a short question and its reply share its words, apart. Full text alone ranks those
+    short turns first; /recall shows the log first, at the quoted line."""
+    repo, home, settings = workspace
+    reply = "The conflict is a second update of the same row.\\nGive each row a unique id."
+    settings.write_text(f'- name: gpt-4o\n  extra_params:\n    mock_response: "{reply}"\n')
+    (repo / "upgrade.sh").write_text(UPGRADE)
+    child = _spawn(workspace, "--gardener-max-output", "300")
+    try:
+        _prompt(child)
+        child.sendline("/run sh upgrade.sh")
+        child.expect(COMPRESSED)
+        log_id = child.match.group(3)
+        _prompt(child)
+        child.sendline("why does the update hit the same row a second time? what is the conflict?")
+        child.expect("Give each row a unique id")
+        _prompt(child)
+        child.sendline("/recall ON CONFLICT DO UPDATE cannot affect row a second time")
+        child.expect(r"/recall ID --add puts an original in the chat")
+        listed = child.before.split("a second time\r\n", 1)[-1]
+        hits = re.findall(r"^(\w{10})  (\w+) ", listed, re.M)
+        assert hits and hits[0] == (log_id, "log"), listed
+        shown = rf"^{log_id}  log .*\r?\n\s+\d+: psycopg2.errors.CardinalityViolation: ON CONFLICT"
+        assert re.search(shown, listed, re.M), listed
+        _prompt(child)
+        _exit(child)
+    finally:
+        child.close(force=True)
