@@ -30,7 +30,7 @@ MAX_PAIRS = 32  # of a query (a pasted page would cost a scan per pair for nothi
 
 _SEPARATORS = re.compile(r"[\W_]+")
 # Between two words: anything not a letter or digit, and CJK text (its words are not spaced).
-_WORD_BREAKS = re.compile(f"(?:[\\W_]|[{CJK_CHARS}])+")
+_WORD_BREAKS = re.compile(f"[\\W_{CJK_CHARS}]+")
 
 
 def promote(query: str, ranked: list[str], originals: dict[str, str]) -> list[str]:
@@ -80,6 +80,11 @@ def found_pairs(pairs: Sequence[str], text: str) -> set[str]:
     if not pairs:
         return set()
     low = text[:SCAN_CHARS].lower()
-    words = f" {_WORD_BREAKS.sub(' ', low)} "
-    cjk = _SEPARATORS.sub("", low) if any(" " not in p for p in pairs) else ""
-    return {p for p in pairs if (f" {p} " in words if " " in p else p in cjk)}
+    found: set[str] = set()
+    if any(" " in p for p in pairs):
+        words = f" {_WORD_BREAKS.sub(' ', low)} "
+        found.update(p for p in pairs if " " in p and f" {p} " in words)
+    if any(" " not in p for p in pairs):
+        cjk = _SEPARATORS.sub("", low)
+        found.update(p for p in pairs if " " not in p and p in cjk)
+    return found
