@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from aider_gardener.store import Store, phrases
 from aider_gardener.store.recall import recall
 from aider_gardener.types import Source
@@ -74,3 +77,15 @@ def test_a_long_log_that_quotes_the_error_beats_a_short_turn_with_its_words(tmp_
         assert per_turn[0] == turn and out in per_turn
         explicit = [h.entry_id for h in recall(store, QUERY, mode="fts", limit=5, rerank=True)]
         assert explicit[0] == out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(max_size=200),
+    st.lists(st.text(max_size=300), min_size=0, max_size=25),
+)
+def test_any_query_and_texts_give_the_same_candidates_back(query, texts):
+    ranked = [f"e{i}" for i in range(len(texts))]
+    out = phrases.promote(query, ranked, dict(zip(ranked, texts)))
+    assert sorted(out) == sorted(ranked)
+    assert out[phrases.DEPTH :] == ranked[phrases.DEPTH :]
