@@ -21,9 +21,9 @@ import math
 import re
 from typing import Sequence
 
-from .query import CJK_CHARS, CJK_RUN, RRF_K, STOPWORDS
+from .query import CJK_CHARS, CJK_RUN, RRF_K, STOPWORDS, reorder_head
+from .rerank import DEPTH  # the candidates an explicit recall reads again
 
-DEPTH = 20  # candidates read (the reranker's depth)
 SCAN_CHARS = 100_000  # of a candidate's original: a quoted line can sit deep in a long log
 WEIGHT = 1.0 / (RRF_K + 1)  # a candidate with every pair gains what a first place is worth
 MAX_PAIRS = 32  # of a query (a pasted page would cost a scan per pair for nothing)
@@ -45,9 +45,7 @@ def promote(query: str, ranked: list[str], originals: dict[str, str]) -> list[st
     shares = _shares(pairs, found)
     if not any(shares):
         return ranked
-    total = [1.0 / (RRF_K + i + 1) + WEIGHT * share for i, share in enumerate(shares)]
-    order = sorted(range(len(head)), key=lambda i: (-total[i], i))
-    return [head[i] for i in order] + ranked[DEPTH:]
+    return reorder_head(ranked, [WEIGHT * share for share in shares])
 
 
 def _shares(pairs: Sequence[str], found: list[set[str]]) -> list[float]:

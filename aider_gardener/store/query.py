@@ -8,6 +8,7 @@ below all of them: one tokenizer, one stopword list, one idea of a conversation 
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 from . import priority
 
@@ -45,6 +46,15 @@ _CAMEL_QUERY = re.compile(r"[a-z0-9][A-Z]")
 CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 CJK_RUN = re.compile(f"[{CJK_CHARS}]{{2,}}")
 CJK_TERMS = 2000  # distinct pairs indexed per entry (a CJK page is a few thousand characters)
+
+
+def reorder_head(ranked: list[str], bonus: Sequence[float]) -> list[str]:
+    """``ranked`` (best first) with its first ``len(bonus)`` ids reordered by their rank's
+    fusion score, ``1 / (K + rank)``, plus each one's ``bonus``; the rest keep their order. The
+    second stages of an explicit recall (``rerank.py``, ``phrases.py``) each add their own."""
+    total = [1.0 / (RRF_K + i + 1) + b for i, b in enumerate(bonus)]
+    order = sorted(range(len(total)), key=lambda i: (-total[i], i))
+    return [ranked[i] for i in order] + ranked[len(total) :]
 
 
 def cjk_pairs(text: str, limit: int = CJK_TERMS) -> str:

@@ -26,7 +26,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Sequence
 
-from .query import RRF_K, STOPWORDS
+from .query import RRF_K, STOPWORDS, reorder_head
 
 log = logging.getLogger(__name__)
 
@@ -182,9 +182,7 @@ def rerank(
 
     by_maxsim = sorted(range(len(head)), key=lambda i: (-scores[i], i))
     maxsim_rank = {i: r for r, i in enumerate(by_maxsim, start=1)}
-    total = [1.0 / (RRF_K + i + 1) + WEIGHT / (RRF_K + maxsim_rank[i]) for i in range(len(head))]
-    order = sorted(range(len(head)), key=lambda i: (-total[i], i))
-    return [head[i] for i in order] + ranked[DEPTH:]
+    return reorder_head(ranked, [WEIGHT / (RRF_K + maxsim_rank[i]) for i in range(len(head))])
 
 
 def _key(text: str) -> str:
