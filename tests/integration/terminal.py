@@ -48,8 +48,13 @@ def make_workspace(tmp_path: Path, model_cache: Path):
     cache.mkdir(parents=True)
     shutil.copyfile(model_cache, cache / model_cache.name)
     settings = tmp_path / "settings.yml"
-    settings.write_text(f'- name: gpt-4o\n  extra_params:\n    mock_response: "{REPLY}"\n')
+    stub_reply(settings, REPLY)
     return repo, home, settings
+
+
+def stub_reply(settings: Path, reply: str) -> None:
+    """The stub model answers every request with ``reply`` (``\\n`` for a line break)."""
+    settings.write_text(f'- name: gpt-4o\n  extra_params:\n    mock_response: "{reply}"\n')
 
 
 def spawn(workspace, *extra: str):

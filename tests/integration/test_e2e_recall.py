@@ -15,6 +15,7 @@ pexpect = pytest.importorskip("pexpect")
 from aider_gardener.integration.ingest import RECALL_HEADER  # noqa: E402
 
 from .terminal import SCRIPT  # noqa: E402
+from .terminal import stub_reply  # noqa: E402
 from .terminal import spawn as _spawn  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -50,6 +51,13 @@ def _start(workspace, *extra: str):
     log_id = child.match.group(3)
     _prompt(child)
     return child, log_id, run
+
+
+def _recall_listed(child, query: str) -> str:
+    """``/recall QUERY``, and what it listed after the query's echo."""
+    child.sendline(f"/recall {query}")
+    child.expect(r"/recall ID --add puts an original in the chat")
+    return child.before.split(query, 1)[-1]
 
 
 def _exit(child) -> None:
@@ -376,9 +384,7 @@ def test_a_chinese_question_recalls_the_message_it_shares_words_with(workspace):
             child.sendline(text)
             child.expect("Stub model reply")
             _prompt(child)
-        child.sendline("/recall 为什么部署老是失败")
-        child.expect(r"/recall ID --add puts an original in the chat")
-        listed = child.before.split("为什么部署老是失败", 1)[-1]
+        listed = _recall_listed(child, "为什么部署老是失败")
         first = re.search(r"^(\w+)  prompt", listed, re.M)
         (wanted,) = _entries(workspace[0], f"original = '{target}'")
         assert first and first.group(1) == wanted[0], listed
@@ -393,7 +399,7 @@ def test_recall_shows_a_question_and_its_reply_as_one_hit(workspace):
     /recall lists them as one hit, the other part indented under it with its id."""
     repo, home, settings = workspace
     reply = "The package manager needs root.\\nRun the install again with sudo: sudo apt-get."
-    settings.write_text(f'- name: gpt-4o\n  extra_params:\n    mock_response: "{reply}"\n')
+    stub_reply(settings, reply)
     child = _spawn(workspace)
     try:
         _prompt(child)
@@ -401,9 +407,7 @@ def test_recall_shows_a_question_and_its_reply_as_one_hit(workspace):
             child.sendline(text)
             child.expect("Run the install again with sudo")
             _prompt(child)
-        child.sendline("/recall lz4 package install needs root")
-        child.expect(r"/recall ID --add puts an original in the chat")
-        listed = child.before.split("needs root", 1)[-1]
+        listed = _recall_listed(child, "lz4 package install needs root")
         top = re.search(
             r"^(\w{10})  prose .*\n(?:    .*\n)*  \+ asked: (\w{10})  prompt", listed, re.M
         )
@@ -434,7 +438,7 @@ def test_recall_puts_the_output_that_quotes_the_error_first(workspace):
     short turns first; /recall shows the log first, at the quoted line."""
     repo, home, settings = workspace
     reply = "The conflict is a second update of the same row.\\nGive each row a unique id."
-    settings.write_text(f'- name: gpt-4o\n  extra_params:\n    mock_response: "{reply}"\n')
+    stub_reply(settings, reply)
     (repo / "upgrade.sh").write_text(UPGRADE)
     child = _spawn(workspace, "--gardener-max-output", "300")
     try:
@@ -446,9 +450,7 @@ def test_recall_puts_the_output_that_quotes_the_error_first(workspace):
         child.sendline("why does the update hit the same row a second time? what is the conflict?")
         child.expect("Give each row a unique id")
         _prompt(child)
-        child.sendline("/recall ON CONFLICT DO UPDATE cannot affect row a second time")
-        child.expect(r"/recall ID --add puts an original in the chat")
-        listed = child.before.split("a second time\r\n", 1)[-1]
+        listed = _recall_listed(child, "ON CONFLICT DO UPDATE cannot affect row a second time")
         hits = re.findall(r"^(\w{10})  (\w+) ", listed, re.M)
         assert hits and hits[0] == (log_id, "log"), listed
         shown = rf"^{log_id}  log .*\r?\n\s+\d+: psycopg2.errors.CardinalityViolation: ON CONFLICT"
